@@ -1,0 +1,78 @@
+"""The interface every model back-end implements, and the loader that picks one.
+
+A back-end turns prompts (plain strings or chat messages, see `generation.prompts`) into greedy
+continuations. The runner (`ambigdocs answer`) and the data pipeline (`ambigdocs build
+questions|expand`) use only this interface, so the three back-ends are interchangeable.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from generation.prompts import Prompt
+
+
+@dataclass
+class Generation:
+    """One continuation.
+
+    Attributes:
+        text: the decoded new tokens only (no prompt), special tokens removed.
+        num_tokens: how many new tokens were generated (None when the back-end cannot tell).
+        mean_nll: the length-normalised negative log-likelihood of the generated tokens
+            (mean over tokens of -log p), when `return_scores=True` was asked; used by answer
+            expansion (pipeline.md section 4).
+    """
+
+    text: str
+    num_tokens: int | None = None
+    mean_nll: float | None = None
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What `ambigdocs answer` and `ambigdocs build` need from a model."""
+
+    name: str
+
+    def generate(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        max_new_tokens: int,
+        return_scores: bool = False,
+    ) -> list[Generation]:
+        """Greedy continuations, one per prompt, in input order."""
+        ...
+
+    def close(self) -> None:
+        """Releases the model (GPU memory, HTTP sessions)."""
+        ...
+
+
+# kind -> "module:factory"; the factory takes (model, **options) and returns a Backend.
+BACKENDS = {
+    "hf": "generation.backends.hf:HFBackend",
+    "vllm": "generation.backends.vllm:VLLMBackend",
+    "openai": "generation.backends.openai:OpenAIBackend",
+}
+
+
+def load_backend(kind: str, model: str, **options) -> Backend:
+    """Creates a back-end by name, importing only that back-end's module.
+
+    Args:
+        kind: `hf`, `vllm` or `openai`.
+        model: a local path or Hub id (hf, vllm), or the API model name (openai).
+        **options: back-end specific (batch size, adapter, dtype, base URL, concurrency, ...).
+
+    Raises:
+        ValueError: unknown kind.
+    """
+    if kind not in BACKENDS:
+        raise ValueError(f"unknown backend {kind!r}; choose one of {sorted(BACKENDS)}")
+    module_name, factory = BACKENDS[kind].split(":")
+    return getattr(importlib.import_module(module_name), factory)(model, **options)

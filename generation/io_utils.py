@@ -1,0 +1,172 @@
+"""Reading and writing the project's files: JSON arrays, JSONL, atomic and resumable writes.
+
+Every long job in this project writes through these helpers, so that a crash (even SIGKILL)
+never loses finished work and never leaves a file that breaks the next run:
+
+- `atomic_write_*` write a temporary file in the same folder, fsync it, then `os.replace` it
+  over the target: readers see the old file or the new one, never half of one.
+- `ResumableJsonl` appends one line per finished record and flushes + fsyncs after each batch;
+  on reopening it drops a torn last line (a line the crash cut short) and reports the keys that
+  are already done.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+
+def read_records(path: str | os.PathLike) -> list[dict]:
+    """Reads a JSON array of objects or a JSONL file (one object a line), whichever it holds.
+
+    Args:
+        path: the file.
+
+    Returns:
+        The records in file order.
+
+    Raises:
+        ValueError: the file is neither, or a line/element is not a JSON object; the message
+            names the file and the line or element.
+    """
+    path = Path(path)
+    with path.open(encoding="utf-8") as f:
+        head = f.read(4096).lstrip()
+    if head.startswith("["):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}: not valid JSON ({err})") from None
+        for i, row in enumerate(data):
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}: element {i} is a {type(row).__name__}, not an object")
+        return data
+    return list(iter_jsonl(path))
+
+
+def iter_jsonl(path: str | os.PathLike) -> Iterator[dict]:
+    """Yields the objects of a JSONL file; blank lines are skipped.
+
+    Raises:
+        ValueError: a line is not a JSON object (the message names the file and line number).
+    """
+    with Path(path).open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}, line {lineno}: not valid JSON ({err})") from None
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}, line {lineno}: a {type(row).__name__}, not an object")
+            yield row
+
+
+def dumps_line(record: Any) -> str:
+    """One JSONL line (with its newline); non-ASCII text is kept readable."""
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def _atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: str = "w") -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {})) as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Writes `text` to `path` atomically."""
+    _atomic_write(path, lambda f: f.write(text))
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any, indent: int | None = 2) -> None:
+    """Writes `obj` as JSON to `path` atomically."""
+    _atomic_write(path, lambda f: f.write(json.dumps(obj, ensure_ascii=False, indent=indent) + "\n"))
+
+
+def atomic_write_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> None:
+    """Writes `records` as JSONL to `path` atomically."""
+    _atomic_write(path, lambda f: f.writelines(map(dumps_line, records)))
+
+
+class ResumableJsonl:
+    """An append-only JSONL output that survives crashes and resumes by key.
+
+    Usage:
+        out = ResumableJsonl(path, key=lambda r: r["qid"])
+        todo = [ex for ex in examples if out.key(ex) not in out.done]
+        for batch in batches(todo):
+            out.append(process(batch))  # flushed and fsynced: at most this batch is lost
+        out.close()
+
+    Args:
+        path: the JSONL file; created (with its folder) if missing.
+        key: maps a record to its key (qids, page titles, ...).
+    """
+
+    def __init__(self, path: str | os.PathLike, key: Callable[[dict], Any]):
+        self.path = Path(path)
+        self.key = key
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.records: list[dict] = self._load_and_repair()
+        self.done: set = {key(r) for r in self.records}
+        self._file = self.path.open("a", encoding="utf-8")
+
+    def _load_and_repair(self) -> list[dict]:
+        """Reads what is there; cuts a torn last line so that appends start on a clean line."""
+        if not self.path.exists():
+            return []
+        data = self.path.read_bytes()
+        records, good_end, start = [], 0, 0
+        while start < len(data):
+            end = data.find(b"\n", start)
+            if end == -1:  # no newline: the write of this line never finished
+                break
+            line = data[start:end]
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError:
+                    # A complete line that is not JSON is not a crash artefact: refuse to guess.
+                    if data.find(b"\n", end + 1) != -1 or data[end + 1 :].strip():
+                        raise ValueError(
+                            f"{self.path}: line {len(records) + 1} is not valid JSON; "
+                            "fix or remove the file before resuming"
+                        ) from None
+                    break
+            good_end = start = end + 1
+        if good_end < len(data):
+            with self.path.open("r+b") as f:
+                f.truncate(good_end)
+        return records
+
+    def append(self, records: Iterable[dict]) -> None:
+        """Appends records and makes them durable before returning."""
+        records = list(records)
+        self._file.writelines(map(dumps_line, records))
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self.records.extend(records)
+        self.done.update(self.key(r) for r in records)
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> ResumableJsonl:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

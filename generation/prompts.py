@@ -1,0 +1,269 @@
+"""Every prompt of the project, as named templates (paper Figures 9-12 and the distillation format).
+
+Stages ask for a prompt by name through the `render_*` functions below; nothing else in the
+project writes prompt text. A prompt is rendered either as one plain string, or, for chat
+models, as messages: the instruction as the system turn and the rest as the user turn (what the
+authors did for GPT).
+
+Text notes:
+- The paper prints one exemplar per prompt "due to limited space" (the authors used two for
+  question generation and four for answer expansion). Those exemplars are shipped here; users
+  pass their own exemplar file to `render_question_prompt` / `render_expansion_prompt` for more.
+- The paper's exemplars lost some non-ASCII letters in extraction ("Jiř15900ed"); they are
+  restored here (Jiří Pospíšil, Gandalovič, Novotný, Stick–style, America’s).
+- Figure 9's exemplar says "Answer to Article 1" while the distillation target of pipeline.md
+  says "Answer to Passage 1"; this project writes "Passage" everywhere and parses both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Literal, Union
+
+Message = dict[str, str]
+Prompt = Union[str, list[Message]]
+PromptFormat = Literal["plain", "chat"]
+
+# --- Figures 11 and 12: answering ----------------------------------------------------------
+
+ANSWER_INSTRUCTION = "Answer for the given question using only the provided context."
+
+# Figure 12's exemplar: two Griswold Houses, answered completely.
+ANSWER_FEW_SHOT_EXEMPLARS: list[dict] = [
+    {
+        "question": "What is the location of the Griswold House?",
+        "docs": [
+            {
+                "title": "Griswold House (Guilford, Connecticut)",
+                "text": "a limited number of days each week. The Griswold House is located east of "
+                "Guilford Center, on the south side of Boston Street (Connecticut Route 146) at "
+                "its junction with Lovers Lane. It is a 2-1/2 story wood frame structure, with a "
+                "gabled roof, large central chimney, and clapboarded exterior. A leanto section "
+                "to the rear gives the house a classic New England saltbox appearance. The main "
+                "facade is three bays wide, with sash windows arranged symmetrically around the "
+                "entrance. The entrance is flanked by pilasters and topped by a fully pedimented "
+                "gable. The house was probably built around 1764",
+            },
+            {
+                "title": "John N. A. Griswold House",
+                "text": "John N. A. Griswold House The John N. A. Griswold House is a National "
+                "Historic Landmark at 76 Bellevue Avenue in Newport, Rhode Island. It is home to "
+                "the Newport Art Museum and houses an art gallery. The home was built in 1864 by "
+                "Richard Morris Hunt for John Griswold, an Old China Trade merchant and member of "
+                "the Griswold Family. The house is one of the earliest American Stick\u2013style "
+                "buildings and one of Hunt\u2019s first works in Newport. The house is an official "
+                "project of Save America\u2019s Treasures. The Griswold House is a 2-1/2 story wood "
+                "frame structure, set",
+            },
+        ],
+        "answer": "There are two Griswold Houses mentioned in the passages. John N. A. Griswold "
+        "House is located at 76 Bellevue Avenue in Newport, Rhode Island and Griswold House "
+        "(Guilford, Connecticut) is located east of Guilford Center, on the south side of Boston "
+        "Street (Connecticut Route 146) at its junction with Lovers Lane.",
+    }
+]
+
+
+def _answer_block(question: str, docs: Sequence[Mapping[str, str]]) -> str:
+    """`Question: q` then one `Context: title | text` line per shown document, as in Figure 11."""
+    lines = [f"Question: {question}"]
+    lines += [f"Context: {d['title']} | {d['text']}" for d in docs]
+    return "\n".join(lines) + "\n"
+
+
+def render_answer_prompt(
+    question: str,
+    docs: Sequence[Mapping[str, str]],
+    *,
+    few_shot: bool = False,
+    prompt_format: PromptFormat = "plain",
+    exemplars: Sequence[Mapping] | None = None,
+) -> Prompt:
+    """The answering prompt (Figure 11 zero-shot, Figure 12 few-shot).
+
+    The plain zero-shot string is exactly the reference text K of K-Precision (metric.md):
+    `"Answer for the given question using only the provided context.\\nQuestion: q\\n"` +
+    `"Context: title | text\\n"` per document + `"Answer:"`.
+
+    Args:
+        question: the ambiguous question.
+        docs: the shown documents in prompt order, each with `title` and `text`.
+        few_shot: prepend the Figure 12 exemplar(s).
+        prompt_format: `plain` (one string) or `chat` (system = instruction, user = the rest).
+        exemplars: replaces the Figure 12 exemplar(s) (`question`, `docs`, `answer` each).
+
+    Returns:
+        A string, or a list of chat messages.
+    """
+    body = ""
+    if few_shot:
+        for ex in ANSWER_FEW_SHOT_EXEMPLARS if exemplars is None else exemplars:
+            body += _answer_block(ex["question"], ex["docs"]) + f"Answer: {ex['answer']}\n"
+    body += _answer_block(question, docs) + "Answer:"
+    return _finish(ANSWER_INSTRUCTION, body, prompt_format)
+
+
+# --- Figure 9 and the distillation format: question generation --------------------------------
+
+QUESTION_INSTRUCTION = (
+    "You are given two passages about an ambiguous entity with different interpretations. "
+    "Create a question about the entity, which each passage must answer differently. Find the "
+    "shortest span of each passage as an answer to each passage."
+)
+
+QUESTION_EXEMPLARS: list[dict] = [
+    {
+        "surface_name": "Young Conservatives",
+        "documents": [
+            {
+                "title": "Young Conservatives (Czech Republic)",
+                "text": "The Young Conservatives () is a political youth organisation in the Czech "
+                "Republic. It is the youth wing of the Civic Democratic Party (ODS), a centre-right "
+                "political party, and shares that party\u2019s conservative and economically "
+                "liberal ideology. Young people within the age from 15 to 35 apply for a "
+                "membership in the MK. Several significant politicians from the ODS party started "
+                "as members of Young Conservatives, including Jan Zahradil, Ji\u0159\u00ed "
+                "Posp\u00ed\u0161il, Petr Sokol, Martin Baxa, Petr Gandalovi\u010d, Ivan Langer, "
+                "Martin Novotn\u00fd, and Pavel Drobil. Former Chairman of Young Conservatives "
+                "Petr Mach went on to found a",
+            },
+            {
+                "title": "Young Conservatives (UK)",
+                "text": "The Young Conservatives (YC) is the youth wing of the Conservative Party in "
+                "the United Kingdom for members aged 25 and under. The organisation shares the "
+                "same values and policies as its parent political party with branches being an "
+                "integrated part of local associations, with the exception of college and "
+                "university branches which are run independently. YC is both social and "
+                "political, aiming to bring together young conservatives and encouraging young "
+                "people to get involved in campaigning. The Junior Imperial and Constitutional "
+                "League was formed in 1906 with objectives to encourage practical political work "
+                "and organisation among",
+            },
+        ],
+        "question": "What is the age range for membership in the Young Conservatives?",
+        "answers": ["15 to 35", "25 and under"],
+    }
+]
+
+
+def strip_disambiguation(surface_name: str) -> str:
+    """The surface name without a trailing `(disambiguation)` (paper C.1)."""
+    name = surface_name.strip()
+    if name.lower().endswith("(disambiguation)"):
+        name = name[: -len("(disambiguation)")].strip()
+    return name
+
+
+def _question_query(surface_name: str, documents: Sequence[Mapping[str, str]]) -> str:
+    lines = [f"Entity: {strip_disambiguation(surface_name)}"]
+    lines += [f"Passage {k}: {d['title']} | {d['text']}" for k, d in enumerate(documents, 1)]
+    return "\n".join(lines) + "\n"
+
+
+def question_target(question: str, answers: Sequence[str]) -> str:
+    """What the model should write after `Question: `: the question, then one answer a line."""
+    lines = [question] + [f"Answer to Passage {k}: {a}" for k, a in enumerate(answers, 1)]
+    return "\n".join(lines)
+
+
+def render_question_prompt(
+    surface_name: str,
+    documents: Sequence[Mapping[str, str]],
+    *,
+    prompt_format: Literal["plain", "chat", "instruction"] = "chat",
+    exemplars: Sequence[Mapping] | None = None,
+) -> Prompt:
+    """The question-generation prompt (Figure 9), or the distilled model's instruction format.
+
+    Args:
+        surface_name: the disambiguation page title (a trailing `(disambiguation)` is dropped).
+        documents: the seed pair, each with `title` and `text`.
+        prompt_format: `chat` for API models (system = instruction, user = exemplars + query),
+            `plain` for the same text as one string, or `instruction` for the distilled model
+            (`### Instruction:` ... `### Response:\\nQuestion: `, no exemplars: the fine-tuned
+            model has learnt the format).
+        exemplars: replaces the paper's exemplar (`surface_name`, `documents`, `question`,
+            `answers` each).
+
+    Returns:
+        A string, or a list of chat messages. The model continues after `Question: `.
+    """
+    query = _question_query(surface_name, documents)
+    if prompt_format == "instruction":
+        return f"### Instruction:\n{QUESTION_INSTRUCTION}\n\n{query}\n### Response:\nQuestion: "
+    body = ""
+    for ex in QUESTION_EXEMPLARS if exemplars is None else exemplars:
+        body += _question_query(ex["surface_name"], ex["documents"])
+        body += f"Question: {question_target(ex['question'], ex['answers'])}\n\n"
+    body += query + "Question: "
+    return _finish(QUESTION_INSTRUCTION, body, prompt_format)
+
+
+def render_question_training_text(
+    surface_name: str, documents: Sequence[Mapping[str, str]], question: str, answers: Sequence[str]
+) -> tuple[str, str]:
+    """(prompt, completion) for distillation: the instruction format and its target."""
+    prompt = render_question_prompt(surface_name, documents, prompt_format="instruction")
+    return prompt, question_target(question, answers)
+
+
+# --- Figure 10: answer set expansion ------------------------------------------------------------
+
+EXPANSION_INSTRUCTION = (
+    "Given a passage related to the question, answer to the question. Find the shortest span of "
+    "the passage as an answer."
+)
+
+EXPANSION_EXEMPLARS: list[dict] = [
+    {
+        "title": "Proletarian Unity Party (France)",
+        "text": "Proletarian Unity Party (France) The Party of Proletarian Unity (, PUP) was a "
+        "French socialist political party. It was formed on December 21, 1930 by leftists "
+        "expelled from the French Communist Party (PCF), together with some who had previously "
+        "belonged to the left-wing of the Section fran\u00e7aise de l\u2019Internationale "
+        "ouvri\u00e8re (SFIO). Its members were known in France as p\u00fapistes, and one of its "
+        "notable leaders was Alexandre Bachelet. Owing to proportional representation, it at one "
+        "time had ten seats in the Chamber of Deputies of the Third Republic. The PUP affiliated "
+        "to the London Bureau of left-socialist parties. On January",
+        "question": "When was the Proletarian Unity Party formed?",
+        "answer": "December 21, 1930",
+    }
+]
+
+
+def _expansion_block(title: str, text: str, question: str) -> str:
+    return f"Passage: {title} | {text}\nQuestion: {question}\nAnswer: "
+
+
+def render_expansion_prompt(
+    title: str,
+    text: str,
+    question: str,
+    *,
+    prompt_format: PromptFormat = "plain",
+    exemplars: Sequence[Mapping] | None = None,
+) -> Prompt:
+    """The answer-expansion QA prompt (Figure 10): exemplars, then `Passage/Question/Answer: `."""
+    body = ""
+    for ex in EXPANSION_EXEMPLARS if exemplars is None else exemplars:
+        body += _expansion_block(ex["title"], ex["text"], ex["question"]) + f"{ex['answer']}\n\n"
+    body += _expansion_block(title, text, question)
+    return _finish(EXPANSION_INSTRUCTION, body, prompt_format)
+
+
+# --- shared ----------------------------------------------------------------------------------
+
+
+def _finish(instruction: str, body: str, prompt_format: str) -> Prompt:
+    if prompt_format == "plain":
+        return f"{instruction}\n{body}"
+    if prompt_format == "chat":
+        return [{"role": "system", "content": instruction}, {"role": "user", "content": body}]
+    raise ValueError(f"prompt_format must be 'plain' or 'chat', got {prompt_format!r}")
+
+
+TEMPLATES = {
+    "answer": render_answer_prompt,
+    "question": render_question_prompt,
+    "expansion": render_expansion_prompt,
+}
