@@ -1,0 +1,82 @@
+"""Stage files of the data pipeline: JSONL or Parquet by extension, written atomically, with stats.
+
+Every stage reads its input with `read_stage`, and finishes with `write_stage`, which writes the
+output atomically (temporary file, then rename) and saves the stage's counts next to it as
+`<output>.stats.json` and prints them (the per-status counts of paper Table 5).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from generation.io_utils import _atomic_write, atomic_write_json, atomic_write_jsonl, read_records
+
+
+def _is_parquet(path: str | os.PathLike) -> bool:
+    return str(path).endswith(".parquet")
+
+
+def read_stage(path: str | os.PathLike) -> list[dict]:
+    """Reads a stage file (`.parquet`, or JSONL / a JSON array) into a list of dicts."""
+    if _is_parquet(path):
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    return read_records(path)
+
+
+def stats_path(path: str | os.PathLike) -> Path:
+    return Path(f"{path}.stats.json")
+
+
+def write_stage(
+    path: str | os.PathLike, records: Iterable[Mapping], stats: Mapping[str, object], stage: str
+) -> dict:
+    """Writes a stage's output and its statistics atomically, and prints the statistics.
+
+    Args:
+        path: output file; `.parquet` writes Parquet, anything else JSONL.
+        records: the output rows.
+        stats: counts to save and print (e.g. {"ok": 10, "not_ambiguous": 2}).
+        stage: the stage's name, for the printout.
+
+    Returns:
+        The statistics as saved (with `stage` and `output` added).
+    """
+    records = list(records)
+    if _is_parquet(path):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pylist([dict(r) for r in records])
+        _atomic_write(path, lambda f: pq.write_table(table, f), mode="wb")
+    else:
+        atomic_write_jsonl(path, records)
+    saved = {"stage": stage, "output": str(path), **stats}
+    atomic_write_json(stats_path(path), saved)
+    print(format_stats(saved))
+    return saved
+
+
+def status_counts(records: Iterable[Mapping], field: str = "status") -> dict[str, int]:
+    """Counts of each value of `field`, with fractions, in first-seen order."""
+    counts = Counter(r[field] for r in records)
+    total = sum(counts.values())
+    out: dict[str, object] = {"total": total}
+    for status, n in counts.items():
+        out[status] = n
+        out[f"{status}_fraction"] = n / total if total else 0.0
+    return out
+
+
+def format_stats(stats: Mapping[str, object]) -> str:
+    """A small aligned table of a stage's statistics."""
+    width = max(map(len, stats))
+    lines = []
+    for k, v in stats.items():
+        shown = f"{v:.1%}" if k.endswith("_fraction") and isinstance(v, float) else v
+        lines.append(f"  {k.ljust(width)}  {shown}")
+    return "\n".join(lines)
