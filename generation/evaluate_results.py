@@ -1,0 +1,314 @@
+"""`ambigdocs evaluate`: score answered AmbigDocs examples with the paper's metrics.
+
+    ambigdocs evaluate RESULTS [RESULTS ...] --output-dir DIR [--no-df1] [--qa-model ID]
+        [--score-documents first5|shown|all] [--plot] [--labels-field FIELD]
+
+RESULTS is the authors' results file (a JSON list of data-set rows, each with `gen_answer` and
+`docs`, the documents shown) or the JSONL that `ambigdocs answer` writes (same fields); other
+fields are ignored. One file writes DIR/per_example.jsonl and DIR/summary.json; several write one
+subfolder each and a combined DIR/summary.json. A table like the paper's Table 2 and the category
+distribution (Figure 4) are printed; `--plot` draws the distribution as a stacked bar chart.
+
+The lexical scores import nothing heavy (no torch, transformers or datasets), so they are
+instant; Disambig-F1 loads the QA model only when asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+from metric.ambigdocs_metric.scoring import CATEGORIES, aggregate, score_examples
+
+DEFAULT_QA_MODEL = "deepset/roberta-base-squad2"  # the paper's; same as disambig_f1.DEFAULT_QA_MODEL
+
+TABLE_ROWS = [
+    ("answer_length", "Answer Length (|y|)", "{:.1f}"),
+    ("answer_recall", "Answer Recall", "{:.3f}"),
+    ("entity_recall", "Entity Recall", "{:.3f}"),
+    ("entity_answer_recall", "Entity-Answer Recall", "{:.3f}"),
+    ("disambig_f1", "Disambig-F1", "{:.3f}"),
+    ("k_precision", "K-Precision", "{:.3f}"),
+]
+CATEGORY_NAMES = {
+    "complete": "Complete",
+    "partial": "Partial",
+    "no_answer": "No Answer",
+    "ambiguous": "Ambiguous",
+    "merged": "Merged",
+}
+
+
+def _loads_factory():
+    try:  # orjson parses the results file several times faster; plain json otherwise
+        import orjson
+
+        return orjson.loads
+    except ImportError:
+        return json.loads
+
+
+def load_results(path: str | Path) -> list[dict]:
+    """Reads answered examples: a JSON array or JSONL.
+
+    Raises:
+        ValueError: malformed file, or a row without `gen_answer` (names the file and row).
+    """
+    loads = _loads_factory()
+    data = Path(path).read_bytes()
+    head = data[:4096].lstrip()
+    try:
+        if head.startswith(b"["):
+            rows = loads(data)
+        else:
+            rows = [loads(line) for line in data.splitlines() if line.strip()]
+    except ValueError as err:
+        raise ValueError(f"{path}: not valid JSON or JSONL ({err})") from None
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}: row {i} is not an object")
+        if "gen_answer" not in row:
+            raise ValueError(f"{path}: row {i} (qid {row.get('qid')}) has no field 'gen_answer'")
+    return rows
+
+
+def _contexts(rows: list[dict]) -> list | None:
+    """The shown documents per row, or None for every row when some row lacks them."""
+    docs = [row.get("docs") for row in rows]
+    return docs if all(d is not None for d in docs) else None
+
+
+def evaluate_rows(
+    rows: list[dict],
+    qa=None,
+    score_documents: str = "first5",
+    progress: bool = False,
+) -> tuple[list[dict], dict]:
+    """Scores rows; returns (per-example records, summary).
+
+    Args:
+        rows: answered examples (`gen_answer`, data-set fields, optionally `docs`).
+        qa: a loaded `QAExtractor` for Disambig-F1, or None to skip it.
+        score_documents: see `scoring.scored_documents`.
+        progress: show a progress bar for the QA model.
+    """
+    predictions = [row["gen_answer"] for row in rows]
+    contexts = _contexts(rows)
+    scores = score_examples(predictions, rows, contexts, score_documents)
+    df1 = None
+    if qa is not None:
+        from metric.ambigdocs_metric.disambig_f1 import disambig_f1
+
+        df1 = disambig_f1(predictions, rows, qa, contexts, score_documents, progress=progress)
+    records = []
+    for i, (row, s) in enumerate(zip(rows, scores, strict=True)):
+        rec = {
+            "qid": row.get("qid"),
+            "answer_recall": s.answer_recall,
+            "entity_recall": s.entity_recall,
+            "entity_answer_recall": s.entity_answer_recall,
+            "k_precision": s.k_precision,
+            "answer_length": s.answer_length,
+            "category": s.category,
+        }
+        if df1 is not None:
+            rec["disambig_f1"] = df1[i]
+        records.append(rec)
+    summary = aggregate(scores)
+    if df1 is not None:
+        values = [v for v in df1 if v is not None]
+        summary["disambig_f1"] = sum(values) / len(values) if values else 0.0
+    summary["n"] = len(rows)
+    return records, summary
+
+
+def load_qa_model(name: str):
+    """Loads the QA model, or prints one line saying why not and returns None."""
+    from metric.ambigdocs_metric.disambig_f1 import QAExtractor
+
+    try:
+        return QAExtractor(name)
+    except Exception as err:  # offline, missing files, wrong id: any reason is reported alike
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        print(
+            f"Disambig-F1 skipped: cannot load the QA model {name!r} ({reason[:160]}). "
+            "Use --no-df1 to skip it, or --qa-model PATH to point to a local copy.",
+            file=sys.stderr,
+        )
+        return None
+
+
+# --- output ----------------------------------------------------------------------------------------
+
+
+def _write_jsonl(path: Path, records: list[dict]) -> None:
+    from generation.io_utils import atomic_write_text
+
+    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+
+
+def format_table(columns: dict[str, dict]) -> str:
+    """Table 2 of the paper: one row per metric, one column per results file."""
+    names = list(columns)
+    width = max([len(label) for _, label, _ in TABLE_ROWS] + [len("Answer category")])
+    colw = [max(len(n), 8) for n in names]
+    lines = [" " * width + "  " + "  ".join(n.rjust(w) for n, w in zip(names, colw, strict=True))]
+    for key, label, fmt in TABLE_ROWS:
+        if not any(key in s for s in columns.values()):
+            continue
+        cells = [fmt.format(s[key]) if key in s else "-" for s in columns.values()]
+        lines.append(label.ljust(width) + "  " + "  ".join(c.rjust(w) for c, w in zip(cells, colw, strict=True)))
+    lines.append("")
+    lines.append("Answer category".ljust(width))
+    for key in ("complete", "partial", "no_answer", "ambiguous", "merged"):
+        cells = [f"{s[key]:.3f}" for s in columns.values()]
+        lines.append(
+            f"  {CATEGORY_NAMES[key]}".ljust(width) + "  " + "  ".join(c.rjust(w) for c, w in zip(cells, colw, strict=True))
+        )
+    return "\n".join(lines)
+
+
+def format_agreement(categories: list[str | None], labels: list) -> str:
+    """Confusion matrix (rows: labels, columns: automatic categories), accuracy and Cohen's kappa,
+    like the paper's Figure 5."""
+    pairs = [(str(lab), cat) for lab, cat in zip(labels, categories, strict=True) if lab is not None]
+    if not pairs:
+        return "no labels found"
+    counts = Counter(pairs)
+    order = list(CATEGORIES)
+    order += sorted({lab for lab, _ in pairs} - set(order))
+    n = len(pairs)
+    agree = sum(1 for lab, cat in pairs if lab == cat)
+    p_o = agree / n
+    lab_tot = Counter(lab for lab, _ in pairs)
+    cat_tot = Counter(cat for _, cat in pairs)
+    p_e = sum(lab_tot[c] * cat_tot[c] for c in order) / (n * n)
+    kappa = (p_o - p_e) / (1 - p_e) if p_e < 1 else 1.0
+    w = max(len(c) for c in order) + 1
+    lines = ["label \\ automatic".ljust(w + 8) + "".join(c[:9].rjust(10) for c in order)]
+    for lab in order:
+        if lab_tot[lab]:
+            lines.append(lab.ljust(w + 8) + "".join(str(counts[(lab, c)]).rjust(10) for c in order))
+    lines.append(f"agreement {agree}/{n} = {p_o:.3f}, Cohen's kappa {kappa:.3f}")
+    return "\n".join(lines)
+
+
+def plot_categories(columns: dict[str, dict], path: Path) -> None:
+    """Stacked bars of the category distribution per results file (the paper's Figure 4)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    order = ["complete", "partial", "no_answer", "ambiguous", "merged"]
+    colours = ["#4c9a2a", "#a4c639", "#bbbbbb", "#f4a261", "#e76f51"]
+    names = list(columns)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 4.2))
+    bottom = [0.0] * len(names)
+    for key, colour in zip(order, colours, strict=True):
+        values = [100 * columns[n][key] for n in names]
+        bars = ax.bar(names, values, bottom=bottom, color=colour, label=CATEGORY_NAMES[key], width=0.6)
+        for bar, v, b in zip(bars, values, bottom, strict=True):
+            if v >= 4:
+                ax.text(bar.get_x() + bar.get_width() / 2, b + v / 2, f"{v:.0f}", ha="center", va="center", fontsize=8)
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    ax.set_ylabel("% of answers")
+    ax.set_ylim(0, 100)
+    ax.set_title("Answer categories")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+
+
+def _column_names(paths: list[Path]) -> list[str]:
+    """Short unique names for the results files (their stems, made unique)."""
+    names, seen = [], Counter()
+    for p in paths:
+        stem = p.name.removesuffix(".jsonl").removesuffix(".json")
+        seen[stem] += 1
+        names.append(stem if seen[stem] == 1 else f"{stem}-{seen[stem]}")
+    return names
+
+
+# --- command line ----------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ambigdocs evaluate",
+        description="Score answered AmbigDocs examples (answer/entity/entity-answer recall, "
+        "categories, K-Precision, Disambig-F1).",
+    )
+    p.add_argument("results", nargs="+", type=Path, help="results files (JSON list or JSONL)")
+    p.add_argument("--output-dir", type=Path, required=True, help="where to write the scores")
+    p.add_argument("--no-df1", action="store_true", help="skip Disambig-F1 (no QA model)")
+    p.add_argument("--qa-model", default=DEFAULT_QA_MODEL, help="QA model for Disambig-F1 (path or Hub id)")
+    p.add_argument("--qa-batch-size", type=int, default=64, help="windows per QA forward pass")
+    p.add_argument(
+        "--score-documents",
+        choices=["first5", "shown", "all"],
+        default="first5",
+        help="gold documents scored: first5 (the authors), shown, or all",
+    )
+    p.add_argument("--plot", action="store_true", help="write categories.png (like Figure 4)")
+    p.add_argument(
+        "--labels-field",
+        help="a field of the rows holding reference categories (e.g. human labels): prints the "
+        "confusion matrix and Cohen's kappa against the automatic categories (Figure 5)",
+    )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    names = _column_names(args.results)
+    try:
+        loaded = [load_results(p) for p in args.results]
+    except (OSError, ValueError) as err:
+        print(f"ambigdocs evaluate: {err}", file=sys.stderr)
+        return 2
+
+    qa = None if args.no_df1 else load_qa_model(args.qa_model)
+    if qa is not None:
+        qa.batch_size = args.qa_batch_size
+
+    single = len(args.results) == 1
+    columns: dict[str, dict] = {}
+    for name, path, rows in zip(names, args.results, loaded, strict=True):
+        try:
+            records, summary = evaluate_rows(rows, qa, args.score_documents, progress=True)
+        except ValueError as err:
+            print(f"ambigdocs evaluate: {path}: {err}", file=sys.stderr)
+            return 2
+        out = args.output_dir if single else args.output_dir / name
+        out.mkdir(parents=True, exist_ok=True)
+        _write_jsonl(out / "per_example.jsonl", records)
+        from generation.io_utils import atomic_write_json
+
+        atomic_write_json(out / "summary.json", summary)
+        columns[name] = summary
+        if args.labels_field:
+            print(f"\n{name}: automatic categories against {args.labels_field!r}")
+            labels = [row.get(args.labels_field) for row in rows]
+            print(format_agreement([r["category"] for r in records], labels))
+
+    if not single:
+        from generation.io_utils import atomic_write_json
+
+        atomic_write_json(args.output_dir / "summary.json", columns)
+    print()
+    print(format_table(columns))
+    if args.plot:
+        png = args.output_dir / "categories.png"
+        plot_categories(columns, png)
+        print(f"\nwrote {png}")
+    print(f"\nscores written to {args.output_dir}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,421 @@
+"""The AmbigDocs scorer: answer/entity/entity-answer recall, answer categories, K-Precision.
+
+Pure Python, no framework import: the `evaluate` module, the `ambigdocs evaluate` command and the
+runner all call this file. The semantics are the authors' (their code produced the paper's
+tables), written out in the project's spec `metric.md`; where that departs from the paper's prose
+it is noted below.
+
+Speed: each string is normalised once per example (the authors re-normalise for every score),
+and the normalisation takes a fast path that is exactly equivalent to the SQuAD-v2 one (see
+`_words`). Disambig-F1 needs a QA model and lives in `disambig_f1.py`.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+from .stopwords import STOPWORDS
+
+CATEGORIES = ("complete", "partial", "ambiguous", "merged", "no_answer")
+SCORE_DOCUMENTS = ("first5", "shown", "all")
+# The authors score the first five gold documents, whatever the model was shown (metric.md).
+MAX_SCORED_DOCUMENTS = 5
+
+# The instruction opening the zero-shot prompt (paper Figure 11); K-Precision's reference text
+# is the whole prompt (metric.md), built by `k_precision_reference`.
+ZERO_SHOT_INSTRUCTION = "Answer for the given question using only the provided context."
+
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+_DISAMBIGUATION = "(disambiguation)"
+
+
+# --- normalisation -------------------------------------------------------------------------------
+
+
+def normalize(s: str) -> str:
+    """SQuAD-v2 normalisation: lower-case, drop ASCII punctuation, drop articles, fold spaces.
+
+    This is the reference definition; the scorer uses the equivalent, faster `_words`.
+    """
+    s = s.lower().translate(_PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", s).split())
+
+
+def _words(s: str) -> list[str]:
+    """`normalize(s).split()`, computed faster.
+
+    Why this is the same: the article regex only acts on a maximal run of word characters
+    (`\\w`, i.e. `str.isalnum()` or `_`, and `_` is punctuation, already gone) equal to a, an or
+    the, and `\\b` sees whitespace and string ends alike, so it acts on each whitespace-separated
+    word independently. A word made only of word characters is one run: the regex removes it
+    exactly when it is an article. Only words holding other characters (non-ASCII punctuation
+    such as "–" or "’", control characters) need the regex, and only within themselves.
+    """
+    words = s.lower().translate(_PUNCTUATION).split()
+    if "".join(words).isalnum():  # the common case: one C call decides it for all words
+        return [w for w in words if w not in ("a", "an", "the")]
+    out: list[str] = []
+    for w in words:
+        if w.isalnum():
+            if w not in ("a", "an", "the"):
+                out.append(w)
+        else:
+            out.extend(_ARTICLES.sub(" ", w).split())
+    return out
+
+
+def tokens(s: str) -> list[str]:
+    """`normalize(s).split()` without NLTK's English stopwords; duplicates kept (a multiset)."""
+    return [w for w in _words(s) if w not in STOPWORDS]
+
+
+def clean_prediction(y: str) -> str:
+    """The authors' clean-up of a model answer: newlines to spaces, whitespace runs folded."""
+    return " ".join(y.replace("\n", " ").split())
+
+
+def surface_name(ambiguous_entity: str) -> str:
+    """`sn`: the stored ambiguous entity, stripped, lower-cased, without `(disambiguation)`."""
+    sn = ambiguous_entity.strip().lower()
+    if sn.endswith(_DISAMBIGUATION):
+        sn = sn[: -len(_DISAMBIGUATION)].strip()
+    return sn
+
+
+def entity_tokens(title: str, sn_tokens: set[str]) -> list[str]:
+    """E_i: the title's tokens (parentheses dropped, text inside kept) minus every sn token."""
+    return [t for t in tokens(title.replace("(", "").replace(")", "")) if t not in sn_tokens]
+
+
+# --- recall and F1 -------------------------------------------------------------------------------
+
+
+def _common(gold: Sequence[str], pred: Counter) -> int:
+    """|gold ∩ pred| as multisets (what `sum((Counter(gold) & pred).values())` gives)."""
+    if len(gold) == 1:
+        return 1 if pred[gold[0]] else 0
+    return sum(min(n, pred[w]) for w, n in Counter(gold).items())
+
+
+def token_recall(gold: Sequence[str], pred: Sequence[str], pred_counts: Counter | None = None) -> float:
+    """R(gold, y) on token lists: |G ∩ P| / |G|; 1 if both empty, 0 if only one is."""
+    if not gold or not pred:
+        return 1.0 if list(gold) == list(pred) else 0.0
+    counts = Counter(pred) if pred_counts is None else pred_counts
+    return 1.0 * _common(gold, counts) / len(gold)
+
+
+def token_f1(pred: Sequence[str], gold: Sequence[str]) -> float:
+    """SQuAD token F1 on token lists (stopwords already removed); 1 if both empty."""
+    if not gold or not pred:
+        return float(list(gold) == list(pred))
+    num_same = _common(gold, Counter(pred))
+    if num_same == 0:
+        return 0.0
+    precision = 1.0 * num_same / len(pred)
+    recall = 1.0 * num_same / len(gold)
+    return (2 * precision * recall) / (precision + recall)
+
+
+# --- references ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GoldDocument:
+    title: str
+    answer: str
+    pid: str | None = None
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One AmbigDocs row, as far as scoring needs it."""
+
+    question: str
+    ambiguous_entity: str
+    documents: tuple[GoldDocument, ...]
+    qid: object = None
+
+
+def _where(index: int, qid: object) -> str:
+    return f"example {index}" + (f" (qid {qid})" if qid is not None else "")
+
+
+def parse_reference(row: Mapping, index: int = 0) -> Reference:
+    """Reads an AmbigDocs row: `documents` as a list of objects or as a dict of lists.
+
+    Raises:
+        ValueError: a field is missing, empty or not a string; names the example and field.
+    """
+    if not isinstance(row, Mapping):
+        raise ValueError(f"example {index}: reference must be a mapping, got {type(row).__name__}")
+    qid = row.get("qid")
+    where = _where(index, qid)
+    for field in ("question", "ambiguous_entity"):
+        if not isinstance(row.get(field), str):
+            raise ValueError(f"{where}: field {field!r} must be a string, got {row.get(field)!r}")
+    docs = row.get("documents")
+    if isinstance(docs, Mapping):  # the Hub's older dict-of-lists layout
+        keys = [k for k in ("title", "answer", "pid", "text") if k in docs]
+        lengths = {len(docs[k]) for k in keys}
+        if len(lengths) > 1:
+            raise ValueError(f"{where}: field 'documents' has lists of different lengths")
+        n = lengths.pop() if lengths else 0
+        docs = [{k: docs[k][j] for k in keys} for j in range(n)]
+    if not docs:
+        raise ValueError(f"{where}: field 'documents' is missing or empty")
+    gold = []
+    for j, doc in enumerate(docs):
+        if not isinstance(doc, Mapping):
+            raise ValueError(f"{where}: documents[{j}] must be an object")
+        for field in ("title", "answer"):
+            if not isinstance(doc.get(field), str):
+                raise ValueError(
+                    f"{where}: documents[{j}] field {field!r} must be a string, "
+                    f"got {doc.get(field)!r}"
+                )
+        pid = doc.get("pid")
+        gold.append(GoldDocument(doc["title"], doc["answer"], None if pid is None else str(pid)))
+    return Reference(row["question"], row["ambiguous_entity"], tuple(gold), qid)
+
+
+def scored_documents(
+    reference: Reference, shown: Sequence[Mapping] | None, score_documents: str = "first5"
+) -> tuple[GoldDocument, ...]:
+    """The gold documents an example is scored on.
+
+    Args:
+        reference: the parsed row.
+        shown: the documents shown to the model (needed for `shown`).
+        score_documents: `first5` (the authors: the first min(5, m) in data-set order, whatever
+            was shown), `all` (every gold document), or `shown` (the gold documents that were
+            shown, matched by `pid`, or by title when a shown document has no pid).
+
+    Raises:
+        ValueError: unknown mode, or `shown` without shown documents.
+    """
+    if score_documents == "first5":
+        return reference.documents[:MAX_SCORED_DOCUMENTS]
+    if score_documents == "all":
+        return reference.documents
+    if score_documents == "shown":
+        if shown is None:
+            raise ValueError("score_documents='shown' needs the shown documents (contexts)")
+        pids = {str(d["pid"]) for d in shown if d.get("pid") is not None}
+        titles = {d.get("title") for d in shown if d.get("pid") is None}
+        return tuple(d for d in reference.documents if d.pid in pids or d.title in titles)
+    raise ValueError(f"score_documents must be one of {SCORE_DOCUMENTS}, got {score_documents!r}")
+
+
+# --- per-example scores ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExampleScores:
+    """The lexical scores of one answer. Recalls and category are None when no gold document
+    was scored (only possible with score_documents='shown')."""
+
+    answer_recall: float | None
+    entity_recall: float | None
+    entity_answer_recall: float | None
+    answer_length: int
+    category: str | None
+    k_precision: float | None
+    n_scored: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def k_precision_reference(question: str, shown: Sequence[Mapping]) -> str:
+    """K: the zero-shot prompt as the authors build it (Figure 11), the reference of K-Precision."""
+    parts = [f"{ZERO_SHOT_INSTRUCTION}\nQuestion: {question}\n"]
+    parts += [f"Context: {d['title']} | {d['text']}\n" for d in shown]
+    parts.append("Answer:")
+    return "".join(parts)
+
+
+def k_precision(question: str, shown: Sequence[Mapping], pred_tokens: Sequence[str]) -> float:
+    """|tokens(K) ∩ P| / |P|, 1 if both are empty, 0 if only one is.
+
+    Only the counts in K of P's words matter, so stopwords of K are never filtered: a word of P
+    is never a stopword.
+    """
+    k_words = _words(k_precision_reference(question, shown))
+    if not pred_tokens:
+        # tokens(K) always holds the instruction's words ("answer", "given", ...): never empty.
+        return 0.0
+    k_counts = Counter(k_words)
+    common = sum(min(n, k_counts[w]) for w, n in Counter(pred_tokens).items())
+    return 1.0 * common / len(pred_tokens)
+
+
+def categorize(c_p: int, c_np: int, n: int) -> str:
+    """The answer category from the per-document counts, in the authors' order (metric.md)."""
+    if c_p == 0 and c_np == 0:
+        return "no_answer"
+    if c_p >= n:
+        return "complete"
+    if c_p == 0 and c_np == 1:
+        return "ambiguous"
+    if c_np == 0 and c_p > 0:
+        return "partial"
+    return "merged"
+
+
+def score_example(
+    prediction: str,
+    reference: Reference,
+    shown: Sequence[Mapping] | None = None,
+    score_documents: str = "first5",
+) -> ExampleScores:
+    """Scores one long-form answer (metric.md, "Per-example scores" and "Answer category").
+
+    Args:
+        prediction: the model's answer y.
+        reference: the parsed AmbigDocs row (`parse_reference`).
+        shown: the documents shown to the model (`title`, `text`, optionally `pid`), for
+            K-Precision and for score_documents='shown'; None when unknown.
+        score_documents: which gold documents are scored (see `scored_documents`).
+
+    Returns:
+        The example's scores.
+    """
+    y = clean_prediction(prediction)
+    pred = tokens(y)
+    pred_counts = Counter(pred)
+    y_lower = y.lower()
+    sn_tokens = set(tokens(surface_name(reference.ambiguous_entity)))
+    kp = None if shown is None else k_precision(reference.question, shown, pred)
+    length = len(y.split())
+
+    docs = scored_documents(reference, shown, score_documents)
+    if not docs:
+        return ExampleScores(None, None, None, length, None, kp, 0)
+
+    ar_sum = er_sum = ear_sum = 0.0
+    c_p = c_np = 0
+    for doc in docs:
+        ans = tokens(doc.answer)
+        r = token_recall(ans, pred, pred_counts)
+        ent = entity_tokens(doc.title, sn_tokens)
+        if ent:
+            e = 1.0 * _common(ent, pred_counts) / len(ent) if pred else 0.0
+        else:
+            # Nothing but the surface name in the title: exact match of the title instead.
+            bare = doc.title.replace("(", "").replace(")", "").lower()
+            e = 1.0 if bare in y_lower else 0.0
+        ar_sum += r
+        er_sum += e
+        ear_sum += r * e
+
+        thr_a = 1 / len(ans) if ans else 1.0
+        thr_e = 1 / len(ent) if ent else 1.0
+        if r >= thr_a and e >= thr_e:
+            c_p += 1
+        elif e < thr_e:  # the prose says e == 0; the authors' code says below the threshold
+            if len(ans) <= 2 and r >= 0.5:
+                c_np += 1
+            elif r > thr_a:
+                c_np += 1
+
+    n = len(docs)
+    return ExampleScores(
+        answer_recall=ar_sum / n,
+        entity_recall=er_sum / n,
+        entity_answer_recall=ear_sum / n,
+        answer_length=length,
+        category=categorize(c_p, c_np, n),
+        k_precision=kp,
+        n_scored=n,
+    )
+
+
+# --- many examples ---------------------------------------------------------------------------------
+
+
+def validate_inputs(
+    predictions: Sequence, references: Sequence, contexts: Sequence | None = None
+) -> list[Reference]:
+    """Checks lengths and types; returns the parsed references.
+
+    Raises:
+        ValueError: naming the example index and the field.
+    """
+    if len(predictions) != len(references):
+        raise ValueError(
+            f"predictions has {len(predictions)} items but references has {len(references)}"
+        )
+    if contexts is not None and len(contexts) != len(predictions):
+        raise ValueError(
+            f"contexts has {len(contexts)} items but predictions has {len(predictions)}"
+        )
+    parsed = [parse_reference(row, i) for i, row in enumerate(references)]
+    for i, p in enumerate(predictions):
+        if not isinstance(p, str):
+            raise ValueError(
+                f"{_where(i, parsed[i].qid)}: prediction must be a string, got {type(p).__name__}"
+            )
+    if contexts is not None:
+        for i, ctx in enumerate(contexts):
+            if ctx is None:
+                continue
+            for j, d in enumerate(ctx):
+                for field in ("title", "text"):
+                    if not isinstance(d, Mapping) or not isinstance(d.get(field), str):
+                        raise ValueError(
+                            f"{_where(i, parsed[i].qid)}: contexts[{j}] field {field!r} "
+                            "must be a string"
+                        )
+    return parsed
+
+
+def score_examples(
+    predictions: Sequence[str],
+    references: Sequence[Mapping],
+    contexts: Sequence[Sequence[Mapping] | None] | None = None,
+    score_documents: str = "first5",
+) -> list[ExampleScores]:
+    """Scores many answers; see `score_example`. Inputs are validated first."""
+    if score_documents not in SCORE_DOCUMENTS:
+        raise ValueError(f"score_documents must be one of {SCORE_DOCUMENTS}, got {score_documents!r}")
+    parsed = validate_inputs(predictions, references, contexts)
+    if contexts is None:
+        contexts = [None] * len(parsed)
+    return [
+        score_example(p, r, c, score_documents)
+        for p, r, c in zip(predictions, parsed, contexts, strict=True)
+    ]
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def aggregate(scores: Sequence[ExampleScores]) -> dict[str, float]:
+    """Means over examples and the category distribution (fractions), as one flat dict.
+
+    `k_precision` appears when every example had its shown documents; examples without a scored
+    gold document (score_documents='shown' only) are left out of the means and counted in
+    `n_unscored`.
+    """
+    scored = [s for s in scores if s.n_scored]
+    out: dict[str, float] = {
+        "answer_recall": _mean([s.answer_recall for s in scored]),
+        "entity_recall": _mean([s.entity_recall for s in scored]),
+        "entity_answer_recall": _mean([s.entity_answer_recall for s in scored]),
+        "answer_length": _mean([s.answer_length for s in scores]),
+    }
+    counts = Counter(s.category for s in scored)
+    for c in CATEGORIES:
+        out[c] = counts[c] / len(scored) if scored else 0.0
+    if scores and all(s.k_precision is not None for s in scores):
+        out["k_precision"] = _mean([s.k_precision for s in scores])
+    if len(scored) < len(scores):
+        out["n_unscored"] = len(scores) - len(scored)
+    return out
