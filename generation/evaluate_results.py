@@ -17,13 +17,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections import Counter
 from pathlib import Path
 
-from metric.ambigdocs_metric.scoring import CATEGORIES, aggregate, score_examples
+from generation.io_utils import atomic_write_json, atomic_write_text
+from metric.ambigdocs_metric.scoring import (
+    CATEGORIES,
+    ExampleScores,
+    aggregate,
+    score_example,
+    validate_inputs,
+)
 
-DEFAULT_QA_MODEL = "deepset/roberta-base-squad2"  # the paper's; same as disambig_f1.DEFAULT_QA_MODEL
+DEFAULT_QA_MODEL = (
+    "deepset/roberta-base-squad2"  # the paper's; same as disambig_f1.DEFAULT_QA_MODEL
+)
 
 TABLE_ROWS = [
     ("answer_length", "Answer Length (|y|)", "{:.1f}"),
@@ -81,31 +91,66 @@ def _contexts(rows: list[dict]) -> list | None:
     return docs if all(d is not None for d in docs) else None
 
 
-def evaluate_rows(
+# Below this many examples, starting worker processes costs more than it saves.
+MIN_EXAMPLES_PER_WORKER = 1000
+_SHARED: tuple | None = None  # what forked workers read: inherited, never pickled
+
+
+def _score_range(bounds: tuple[int, int]) -> list[ExampleScores]:
+    predictions, references, contexts, score_documents = _SHARED
+    return [
+        score_example(
+            predictions[i], references[i], contexts[i] if contexts else None, score_documents
+        )
+        for i in range(*bounds)
+    ]
+
+
+def score_lexical(
+    predictions: list[str],
     rows: list[dict],
-    qa=None,
+    contexts: list | None,
     score_documents: str = "first5",
-    progress: bool = False,
+    workers: int = 1,
+) -> list[ExampleScores]:
+    """Validates and scores every example; with `workers` > 1, in forked processes.
+
+    The examples are shared with the workers by fork (copy-on-write), so only the small score
+    tuples travel between processes. Where fork is unavailable, or the input is small, the
+    scoring runs in this process. The result does not depend on `workers`.
+    """
+    global _SHARED
+    references = validate_inputs(predictions, rows, contexts)
+    n = len(references)
+    workers = max(1, min(workers, n // MIN_EXAMPLES_PER_WORKER))
+    import multiprocessing as mp
+
+    _SHARED = (predictions, references, contexts, score_documents)
+    try:
+        if workers == 1 or "fork" not in mp.get_all_start_methods():
+            return _score_range((0, n))
+        step = -(-n // (4 * workers))
+        with mp.get_context("fork").Pool(workers) as pool:
+            parts = pool.map(_score_range, [(i, min(i + step, n)) for i in range(0, n, step)])
+        return [s for part in parts for s in part]
+    finally:
+        _SHARED = None
+
+
+def evaluate_rows(
+    rows: list[dict], score_documents: str = "first5", workers: int = 1
 ) -> tuple[list[dict], dict]:
-    """Scores rows; returns (per-example records, summary).
+    """The lexical scores of answered rows; returns (per-example records, summary).
 
     Args:
         rows: answered examples (`gen_answer`, data-set fields, optionally `docs`).
-        qa: a loaded `QAExtractor` for Disambig-F1, or None to skip it.
         score_documents: see `scoring.scored_documents`.
-        progress: show a progress bar for the QA model.
+        workers: processes for the scores.
     """
     predictions = [row["gen_answer"] for row in rows]
-    contexts = _contexts(rows)
-    scores = score_examples(predictions, rows, contexts, score_documents)
-    df1 = None
-    if qa is not None:
-        from metric.ambigdocs_metric.disambig_f1 import disambig_f1
-
-        df1 = disambig_f1(predictions, rows, qa, contexts, score_documents, progress=progress)
-    records = []
-    for i, (row, s) in enumerate(zip(rows, scores, strict=True)):
-        rec = {
+    scores = score_lexical(predictions, rows, _contexts(rows), score_documents, workers)
+    records = [
+        {
             "qid": row.get("qid"),
             "answer_recall": s.answer_recall,
             "entity_recall": s.entity_recall,
@@ -114,15 +159,27 @@ def evaluate_rows(
             "answer_length": s.answer_length,
             "category": s.category,
         }
-        if df1 is not None:
-            rec["disambig_f1"] = df1[i]
-        records.append(rec)
+        for row, s in zip(rows, scores, strict=True)
+    ]
     summary = aggregate(scores)
-    if df1 is not None:
-        values = [v for v in df1 if v is not None]
-        summary["disambig_f1"] = sum(values) / len(values) if values else 0.0
     summary["n"] = len(rows)
     return records, summary
+
+
+def add_disambig_f1(
+    rows: list[dict], records: list[dict], summary: dict, qa, score_documents: str = "first5"
+) -> None:
+    """Adds `disambig_f1` to each record and to the summary (the QA model runs batched)."""
+    from metric.ambigdocs_metric.disambig_f1 import disambig_f1
+
+    predictions = [row["gen_answer"] for row in rows]
+    df1 = disambig_f1(predictions, rows, qa, _contexts(rows), score_documents, progress=True)
+    for rec, value in zip(records, df1, strict=True):
+        rec["disambig_f1"] = value
+    values = [v for v in df1 if v is not None]
+    n = summary.pop("n")  # keep `n` last
+    summary["disambig_f1"] = sum(values) / len(values) if values else 0.0
+    summary["n"] = n
 
 
 def load_qa_model(name: str):
@@ -145,9 +202,13 @@ def load_qa_model(name: str):
 
 
 def _write_jsonl(path: Path, records: list[dict]) -> None:
-    from generation.io_utils import atomic_write_text
+    try:
+        import orjson
 
-    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        text = b"".join(orjson.dumps(r) + b"\n" for r in records).decode()
+    except ImportError:
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    atomic_write_text(path, text)
 
 
 def format_table(columns: dict[str, dict]) -> str:
@@ -160,13 +221,19 @@ def format_table(columns: dict[str, dict]) -> str:
         if not any(key in s for s in columns.values()):
             continue
         cells = [fmt.format(s[key]) if key in s else "-" for s in columns.values()]
-        lines.append(label.ljust(width) + "  " + "  ".join(c.rjust(w) for c, w in zip(cells, colw, strict=True)))
+        lines.append(
+            label.ljust(width)
+            + "  "
+            + "  ".join(c.rjust(w) for c, w in zip(cells, colw, strict=True))
+        )
     lines.append("")
     lines.append("Answer category".ljust(width))
     for key in ("complete", "partial", "no_answer", "ambiguous", "merged"):
         cells = [f"{s[key]:.3f}" for s in columns.values()]
         lines.append(
-            f"  {CATEGORY_NAMES[key]}".ljust(width) + "  " + "  ".join(c.rjust(w) for c, w in zip(cells, colw, strict=True))
+            f"  {CATEGORY_NAMES[key]}".ljust(width)
+            + "  "
+            + "  ".join(c.rjust(w) for c, w in zip(cells, colw, strict=True))
         )
     return "\n".join(lines)
 
@@ -174,7 +241,9 @@ def format_table(columns: dict[str, dict]) -> str:
 def format_agreement(categories: list[str | None], labels: list) -> str:
     """Confusion matrix (rows: labels, columns: automatic categories), accuracy and Cohen's kappa,
     like the paper's Figure 5."""
-    pairs = [(str(lab), cat) for lab, cat in zip(labels, categories, strict=True) if lab is not None]
+    pairs = [
+        (str(lab), cat) for lab, cat in zip(labels, categories, strict=True) if lab is not None
+    ]
     if not pairs:
         return "no labels found"
     counts = Counter(pairs)
@@ -210,10 +279,19 @@ def plot_categories(columns: dict[str, dict], path: Path) -> None:
     bottom = [0.0] * len(names)
     for key, colour in zip(order, colours, strict=True):
         values = [100 * columns[n][key] for n in names]
-        bars = ax.bar(names, values, bottom=bottom, color=colour, label=CATEGORY_NAMES[key], width=0.6)
+        bars = ax.bar(
+            names, values, bottom=bottom, color=colour, label=CATEGORY_NAMES[key], width=0.6
+        )
         for bar, v, b in zip(bars, values, bottom, strict=True):
             if v >= 4:
-                ax.text(bar.get_x() + bar.get_width() / 2, b + v / 2, f"{v:.0f}", ha="center", va="center", fontsize=8)
+                ax.text(
+                    bar.get_x() + bar.get_width() / 2,
+                    b + v / 2,
+                    f"{v:.0f}",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                )
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     ax.set_ylabel("% of answers")
     ax.set_ylim(0, 100)
@@ -246,13 +324,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", nargs="+", type=Path, help="results files (JSON list or JSONL)")
     p.add_argument("--output-dir", type=Path, required=True, help="where to write the scores")
     p.add_argument("--no-df1", action="store_true", help="skip Disambig-F1 (no QA model)")
-    p.add_argument("--qa-model", default=DEFAULT_QA_MODEL, help="QA model for Disambig-F1 (path or Hub id)")
+    p.add_argument(
+        "--qa-model", default=DEFAULT_QA_MODEL, help="QA model for Disambig-F1 (path or Hub id)"
+    )
     p.add_argument("--qa-batch-size", type=int, default=64, help="windows per QA forward pass")
     p.add_argument(
         "--score-documents",
         choices=["first5", "shown", "all"],
         default="first5",
         help="gold documents scored: first5 (the authors), shown, or all",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=min(os.cpu_count() or 1, 8),
+        help="processes for the lexical scores (default: the CPU count, at most 8)",
     )
     p.add_argument("--plot", action="store_true", help="write categories.png (like Figure 4)")
     p.add_argument(
@@ -268,27 +354,21 @@ def main(argv: list[str] | None = None) -> int:
     names = _column_names(args.results)
     try:
         loaded = [load_results(p) for p in args.results]
+        # Lexical scores first, for every file: forking workers is safe before torch is loaded.
+        scored = [evaluate_rows(rows, args.score_documents, args.workers) for rows in loaded]
     except (OSError, ValueError) as err:
         print(f"ambigdocs evaluate: {err}", file=sys.stderr)
         return 2
 
     qa = None if args.no_df1 else load_qa_model(args.qa_model)
-    if qa is not None:
-        qa.batch_size = args.qa_batch_size
-
     single = len(args.results) == 1
     columns: dict[str, dict] = {}
-    for name, path, rows in zip(names, args.results, loaded, strict=True):
-        try:
-            records, summary = evaluate_rows(rows, qa, args.score_documents, progress=True)
-        except ValueError as err:
-            print(f"ambigdocs evaluate: {path}: {err}", file=sys.stderr)
-            return 2
+    for name, rows, (records, summary) in zip(names, loaded, scored, strict=True):
+        if qa is not None:
+            qa.batch_size = args.qa_batch_size
+            add_disambig_f1(rows, records, summary, qa, args.score_documents)
         out = args.output_dir if single else args.output_dir / name
-        out.mkdir(parents=True, exist_ok=True)
         _write_jsonl(out / "per_example.jsonl", records)
-        from generation.io_utils import atomic_write_json
-
         atomic_write_json(out / "summary.json", summary)
         columns[name] = summary
         if args.labels_field:
@@ -297,8 +377,6 @@ def main(argv: list[str] | None = None) -> int:
             print(format_agreement([r["category"] for r in records], labels))
 
     if not single:
-        from generation.io_utils import atomic_write_json
-
         atomic_write_json(args.output_dir / "summary.json", columns)
     print()
     print(format_table(columns))

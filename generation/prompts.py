@@ -18,10 +18,10 @@ Text notes:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal, Union
+from typing import Literal
 
 Message = dict[str, str]
-Prompt = Union[str, list[Message]]
+Prompt = str | list[Message]
 PromptFormat = Literal["plain", "chat"]
 
 # --- Figures 11 and 12: answering ----------------------------------------------------------

@@ -17,7 +17,20 @@ from metric.ambigdocs_metric.scoring import clean_prediction, token_f1, tokens
 
 CONTEXT = "Born in Canton, Ohio."
 # CLS, two question tokens, SEP, then the context tokens, SEP, padding.
-OFFSETS = [None, None, None, None, (0, 4), (5, 7), (8, 14), (14, 15), (16, 20), (20, 21), None, None]
+OFFSETS = [
+    None,
+    None,
+    None,
+    None,
+    (0, 4),
+    (5, 7),
+    (8, 14),
+    (14, 15),
+    (16, 20),
+    (20, 21),
+    None,
+    None,
+]
 
 
 def logits(values: dict[int, float], base: float = -5.0) -> np.ndarray:
@@ -86,8 +99,18 @@ def test_float32_arithmetic_as_run_qa():
 @pytest.mark.parametrize(
     "question,sn,title,expected",
     [
-        ("When did Senator Grundy serve?", "senator grundy", "Felix Grundy", "When did Felix Grundy serve?"),
-        ("Was SENATOR grundy a senator grundy?", "senator grundy", "Joseph R. Grundy", "Was Joseph R. Grundy a senator grundy?"),
+        (
+            "When did Senator Grundy serve?",
+            "senator grundy",
+            "Felix Grundy",
+            "When did Felix Grundy serve?",
+        ),
+        (
+            "Was SENATOR grundy a senator grundy?",
+            "senator grundy",
+            "Joseph R. Grundy",
+            "Was Joseph R. Grundy a senator grundy?",
+        ),
         ("Who made Cherry Bomb?", "lake whitney", "Lake Whitney (Texas)", "Who made Cherry Bomb?"),
         ("What is C++ (lang)?", "c++ (lang)", "C++", "What is C++?"),
         ("Where is X?", "x", r"A\1 (b)", r"Where is A\1 (b)?"),
@@ -126,16 +149,28 @@ def tiny_qa(tmp_path_factory):
 
 def test_windows_and_batching_do_not_change_the_answers(tiny_qa):
     model, tokenizer, _ = tiny_qa
-    long_context = " ".join(f"Sentence {k} says that Judge Day was born in Ohio." for k in range(60))
+    long_context = " ".join(
+        f"Sentence {k} says that Judge Day was born in Ohio." for k in range(60)
+    )
     questions = ["Where was Judge Day born?", "  When was it?", "Where was Judge Day born?"]
     contexts = [long_context, "Felix Grundy served from 1829 to 1838.", "Short."]
-    enc = tokenizer(questions[0], long_context, truncation="only_second", max_length=384, stride=128, return_overflowing_tokens=True)
+    enc = tokenizer(
+        questions[0],
+        long_context,
+        truncation="only_second",
+        max_length=384,
+        stride=128,
+        return_overflowing_tokens=True,
+    )
     assert len(enc["input_ids"]) >= 3  # the long answer is read in several windows
 
     batched = QAExtractor((model, tokenizer), batch_size=4).extract(questions, contexts)
-    one_by_one = [QAExtractor((model, tokenizer), batch_size=1).extract([q], [c])[0] for q, c in zip(questions, contexts)]
+    one_by_one = [
+        QAExtractor((model, tokenizer), batch_size=1).extract([q], [c])[0]
+        for q, c in zip(questions, contexts, strict=False)
+    ]
     assert batched == one_by_one
-    for span, ctx in zip(batched, contexts):
+    for span, ctx in zip(batched, contexts, strict=False):
         assert span in ("", "empty") or span in ctx
 
 
@@ -144,7 +179,7 @@ def test_disambig_f1_is_the_mean_f1_of_extracted_spans(tiny_qa, sample_dir):
     rows = json.loads((sample_dir / "answers.json").read_text())
     qa = QAExtractor((model, tokenizer), batch_size=8)
     got = disambig_f1([r["gen_answer"] for r in rows], rows, qa)
-    for row, value in zip(rows, got):
+    for row, value in zip(rows, got, strict=False):
         y = clean_prediction(row["gen_answer"])
         sn = row["ambiguous_entity"].lower()
         f1s = []
@@ -168,7 +203,22 @@ def test_evaluate_module_and_cli_compute_disambig_f1(tiny_qa, sample_dir, repo_r
     expected = disambig_f1(preds, rows, QAExtractor((model, tokenizer)))
     assert result["disambig_f1"] == pytest.approx(sum(expected) / len(expected))
 
-    assert main([str(sample_dir / "answers.json"), "--output-dir", str(tmp_path), "--qa-model", str(path)]) == 0
-    per_example = [json.loads(line) for line in (tmp_path / "per_example.jsonl").read_text().splitlines()]
+    assert (
+        main(
+            [
+                str(sample_dir / "answers.json"),
+                "--output-dir",
+                str(tmp_path),
+                "--qa-model",
+                str(path),
+            ]
+        )
+        == 0
+    )
+    per_example = [
+        json.loads(line) for line in (tmp_path / "per_example.jsonl").read_text().splitlines()
+    ]
     assert [r["disambig_f1"] for r in per_example] == pytest.approx(expected)
-    assert json.loads((tmp_path / "summary.json").read_text())["disambig_f1"] == pytest.approx(result["disambig_f1"])
+    assert json.loads((tmp_path / "summary.json").read_text())["disambig_f1"] == pytest.approx(
+        result["disambig_f1"]
+    )

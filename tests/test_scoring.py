@@ -3,7 +3,6 @@ independent per-call reference implementation, and bad input."""
 
 import json
 import random
-import string
 
 import pytest
 import reference_scorer as ref
@@ -59,7 +58,13 @@ def test_fast_words_equal_squad_normalisation(text):
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("a nthe\u2019\u2013.,_-\x00\u00e9\u0301XT")) | st.characters(), max_size=40))
+@given(
+    st.text(
+        alphabet=st.sampled_from(list("a nthe\u2019\u2013.,_-\x00\u00e9\u0301XT"))
+        | st.characters(),
+        max_size=40,
+    )
+)
 def test_fast_tokens_equal_reference_on_any_text(text):
     assert tokens(text) == ref.get_tokens(text)
 
@@ -80,7 +85,10 @@ def test_surface_name_drops_disambiguation_suffix():
 
 
 def test_partial_answer_hand_checked():
-    s = score("William Louis Day was born in Ohio, and Charles Bernard Day was born in Alabama.", judge_day())
+    s = score(
+        "William Louis Day was born in Ohio, and Charles Bernard Day was born in Alabama.",
+        judge_day(),
+    )
     # answers: Alabama 1, Rhode Island 0, Ohio 1 -> 2/3
     assert s.answer_recall == pytest.approx(2 / 3)
     # entity tokens minus {judge, day}: charles bernard 2/2; edward william 1/2; william louis 2/2
@@ -146,7 +154,8 @@ def test_sample_matches_paper_labels(sample_dir):
 def seven_documents():
     row = judge_day()
     row["documents"] = [
-        {"title": f"Person{k} Day", "text": "", "pid": str(k), "answer": f"place{k}"} for k in range(7)
+        {"title": f"Person{k} Day", "text": "", "pid": str(k), "answer": f"place{k}"}
+        for k in range(7)
     ]
     return row
 
@@ -168,12 +177,19 @@ def test_shown_mode_without_gold_documents_is_left_out_of_means():
     scores = score_examples(
         ["Person0 Day: place0.", "nothing"],
         [row, row],
-        [[{"title": "Person0 Day", "text": "", "pid": "0"}], [{"title": "Other", "text": "x", "pid": "99"}]],
+        [
+            [{"title": "Person0 Day", "text": "", "pid": "0"}],
+            [{"title": "Other", "text": "x", "pid": "99"}],
+        ],
         score_documents="shown",
     )
     assert scores[1].category is None and scores[1].n_scored == 0
     summary = scoring.aggregate(scores)
-    assert summary["answer_recall"] == 1.0 and summary["complete"] == 1.0 and summary["n_unscored"] == 1
+    assert (
+        summary["answer_recall"] == 1.0
+        and summary["complete"] == 1.0
+        and summary["n_unscored"] == 1
+    )
 
 
 # --- agreement with the per-call reference ---------------------------------------------------------
@@ -190,12 +206,21 @@ def random_row(rng: random.Random, qid: int):
     sn = " ".join(sn_words)
     docs = []
     for j in range(rng.randint(2, 10)):
-        title_words = rng.sample(sn_words, rng.randint(0, len(sn_words))) + rng.sample(VOCAB, rng.randint(0, 3))
+        title_words = rng.sample(sn_words, rng.randint(0, len(sn_words))) + rng.sample(
+            VOCAB, rng.randint(0, 3)
+        )
         title = " ".join(title_words) or sn
         if rng.random() < 0.3:
             title += f" ({rng.choice(VOCAB)})"
         answer = " ".join(rng.choice(VOCAB) for _ in range(rng.randint(0, 5)))
-        docs.append({"title": title.title() if rng.random() < 0.5 else title, "text": " ".join(rng.choices(VOCAB, k=20)), "pid": str(qid * 100 + j), "answer": answer})
+        docs.append(
+            {
+                "title": title.title() if rng.random() < 0.5 else title,
+                "text": " ".join(rng.choices(VOCAB, k=20)),
+                "pid": str(qid * 100 + j),
+                "answer": answer,
+            }
+        )
     entity = sn.title() + (" (disambiguation)" if rng.random() < 0.2 else "")
     return {"qid": qid, "question": f"What is {sn}?", "ambiguous_entity": entity, "documents": docs}
 
@@ -220,12 +245,19 @@ def test_agrees_with_reference_scorer_on_random_examples():
     for qid in range(1500):
         row = random_row(rng, qid)
         answer = random_answer(rng, row)
-        shown = [{"title": d["title"], "text": d["text"]} for d in rng.sample(row["documents"], min(5, len(row["documents"])))]
+        shown = [
+            {"title": d["title"], "text": d["text"]}
+            for d in rng.sample(row["documents"], min(5, len(row["documents"])))
+        ]
         got = score(answer, row, shown)
         want = ref.score(answer, row, shown)
         assert got.category == want[4], (answer, row)
         assert got.answer_length == want[3]
-        for a, b in zip((got.answer_recall, got.entity_recall, got.entity_answer_recall, got.k_precision), (want[0], want[1], want[2], want[5]), strict=True):
+        for a, b in zip(
+            (got.answer_recall, got.entity_recall, got.entity_answer_recall, got.k_precision),
+            (want[0], want[1], want[2], want[5]),
+            strict=True,
+        ):
             assert a == pytest.approx(b, abs=1e-12)
 
 
@@ -241,7 +273,9 @@ def test_any_answer_gives_scores_in_unit_interval(answer, seed):
     assert s.category == want[4]
 
 
-@pytest.mark.parametrize("answer", ["", "   ", "\n\n", "\u00e9\u00e8\u2013\u2019", "\U0001f600 the a an"])
+@pytest.mark.parametrize(
+    "answer", ["", "   ", "\n\n", "\u00e9\u00e8\u2013\u2019", "\U0001f600 the a an"]
+)
 def test_empty_and_odd_answers(answer):
     s = score(answer, judge_day(), [])
     assert s.category == "no_answer"
@@ -262,13 +296,17 @@ def test_bad_input_names_example_and_field():
     good = judge_day()
     with pytest.raises(ValueError, match="predictions has 1 items but references has 2"):
         score_examples(["x"], [good, good])
-    with pytest.raises(ValueError, match=r"example 1 \(qid 9\): field 'documents' is missing or empty"):
+    with pytest.raises(
+        ValueError, match=r"example 1 \(qid 9\): field 'documents' is missing or empty"
+    ):
         score_examples(["x", "y"], [good, judge_day(qid=9, documents=[])])
     no_answer = judge_day()
     no_answer["documents"] = [{"title": "A Day", "text": "", "pid": "1"}]
     with pytest.raises(ValueError, match=r"example 0 \(qid 7\): documents\[0\] field 'answer'"):
         score_examples(["x"], [no_answer])
-    with pytest.raises(ValueError, match=r"example 1 \(qid 7\): prediction must be a string, got int"):
+    with pytest.raises(
+        ValueError, match=r"example 1 \(qid 7\): prediction must be a string, got int"
+    ):
         score_examples(["x", 3], [good, good])
     with pytest.raises(ValueError, match="field 'question'"):
         score_examples(["x"], [judge_day(question=None)])
@@ -281,7 +319,10 @@ def test_bad_input_names_example_and_field():
 def test_k_precision_reference_is_the_zero_shot_prompt():
     from generation.prompts import render_answer_prompt
 
-    docs = [{"title": "Felix Grundy", "text": "served"}, {"title": "Joseph R. Grundy", "text": "too"}]
+    docs = [
+        {"title": "Felix Grundy", "text": "served"},
+        {"title": "Joseph R. Grundy", "text": "too"},
+    ]
     assert scoring.k_precision_reference("Q?", docs) == render_answer_prompt("Q?", docs)
 
 

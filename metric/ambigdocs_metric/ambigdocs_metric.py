@@ -5,6 +5,7 @@ import evaluate
 
 from .disambig_f1 import DEFAULT_QA_MODEL, QAExtractor, disambig_f1
 from .scoring import CATEGORIES, Reference, aggregate, score_examples, validate_inputs
+
 # evaluate copies only the files this script imports itself (and no comment may follow an import
 # line: evaluate would read it as a download address), so stopwords.py is imported here too.
 from .stopwords import STOPWORDS
@@ -93,7 +94,9 @@ def _canonical(reference: Reference) -> dict:
         "qid": None if reference.qid is None else str(reference.qid),
         "question": reference.question,
         "ambiguous_entity": reference.ambiguous_entity,
-        "documents": [{"title": d.title, "pid": d.pid, "answer": d.answer} for d in reference.documents],
+        "documents": [
+            {"title": d.title, "pid": d.pid, "answer": d.answer} for d in reference.documents
+        ],
     }
 
 
@@ -137,7 +140,11 @@ class AmbigDocsMetric(evaluate.Metric):
         result = aggregate(scores)
         result.pop("n_unscored", None)
         if qa_model is not None:
-            qa = qa_model if isinstance(qa_model, QAExtractor) else QAExtractor(qa_model, qa_batch_size)
+            qa = (
+                qa_model
+                if isinstance(qa_model, QAExtractor)
+                else QAExtractor(qa_model, qa_batch_size)
+            )
             df1 = [
                 s
                 for s in disambig_f1(predictions, references, qa, contexts, score_documents)

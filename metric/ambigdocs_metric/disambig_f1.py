@@ -153,7 +153,9 @@ class QAExtractor:
         self.batch_size = batch_size
         self.max_length = min(MAX_SEQ_LENGTH, self.tokenizer.model_max_length)
 
-    def extract(self, questions: Sequence[str], contexts: Sequence[str], progress: bool = False) -> list[str]:
+    def extract(
+        self, questions: Sequence[str], contexts: Sequence[str], progress: bool = False
+    ) -> list[str]:
         """The span run_qa would extract for each (question, context) pair."""
         import numpy as np
         import torch
@@ -182,7 +184,11 @@ class QAExtractor:
         import inspect
 
         accepted = inspect.signature(self.model.forward).parameters
-        keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc and k in accepted]
+        keys = [
+            k
+            for k in ("input_ids", "attention_mask", "token_type_ids")
+            if k in enc and k in accepted
+        ]
         starts, ends = [], []
         batches = range(0, len(sample_of), self.batch_size)
         if progress:
@@ -191,7 +197,10 @@ class QAExtractor:
             batches = tqdm(batches, desc="Disambig-F1", unit="batch")
         with torch.inference_mode():
             for b in batches:
-                inputs = {k: torch.tensor(enc[k][b : b + self.batch_size], device=self.device) for k in keys}
+                inputs = {
+                    k: torch.tensor(enc[k][b : b + self.batch_size], device=self.device)
+                    for k in keys
+                }
                 out = self.model(**inputs)
                 starts.append(out.start_logits.float().cpu().numpy())
                 ends.append(out.end_logits.float().cpu().numpy())
@@ -222,7 +231,9 @@ def disambig_f1(
     Returns:
         One score per example (None when no gold document is scored, score_documents='shown').
     """
-    parsed = [r if not isinstance(r, Mapping) else parse_reference(r, i) for i, r in enumerate(references)]
+    parsed = [
+        r if not isinstance(r, Mapping) else parse_reference(r, i) for i, r in enumerate(references)
+    ]
     if contexts is None:
         contexts = [None] * len(parsed)
     pairs: dict[tuple[str, str], int] = {}

@@ -6,6 +6,7 @@ copied here verbatim, in NLTK's order. Contractions ("don't") never match a toke
 punctuation is removed before stopwords are; that is the authors' behaviour too.
 """
 
+# fmt: off
 NLTK_ENGLISH_STOPWORDS: tuple[str, ...] = (
     "i", "me", "my", "myself", "we", "our", "ours", "ourselves", "you", "you're", "you've",
     "you'll", "you'd", "your", "yours", "yourself", "yourselves", "he", "him", "his", "himself",
@@ -25,5 +26,6 @@ NLTK_ENGLISH_STOPWORDS: tuple[str, ...] = (
     "needn't", "shan", "shan't", "shouldn", "shouldn't", "wasn", "wasn't", "weren", "weren't",
     "won", "won't", "wouldn", "wouldn't",
 )
+# fmt: on
 
 STOPWORDS: frozenset[str] = frozenset(NLTK_ENGLISH_STOPWORDS)
