@@ -94,7 +94,9 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 
 def atomic_write_json(path: str | os.PathLike, obj: Any, indent: int | None = 2) -> None:
     """Writes `obj` as JSON to `path` atomically."""
-    _atomic_write(path, lambda f: f.write(json.dumps(obj, ensure_ascii=False, indent=indent) + "\n"))
+    _atomic_write(
+        path, lambda f: f.write(json.dumps(obj, ensure_ascii=False, indent=indent) + "\n")
+    )
 
 
 def atomic_write_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> None:

@@ -6,7 +6,10 @@ import importlib
 import sys
 
 STAGES: dict[str, tuple[str, str]] = {
-    "gather": ("generation.build.gather", "disambiguation map from a MediaWiki XML dump (or the API)"),
+    "gather": (
+        "generation.build.gather",
+        "disambiguation map from a MediaWiki XML dump (or the API)",
+    ),
     "seed": ("generation.build.seed", "seed document pair per surface name (pipeline.md 2)"),
     "questions": ("generation.build.questions", "question + two answers per seed pair (3)"),
     "filter": ("generation.build.filters", "not formatted / not ambiguous / not entailed (3)"),
