@@ -1,19 +1,27 @@
 """AmbigDocs: a `datasets` builder for the benchmark of Lee, Ye and Choi (2024).
 
 The release's row schema is defined here once (`FEATURES`) and imported by the rest of the
-project. `datasets` >= 4 no longer runs loading scripts, so use this builder by importing it:
+project. `datasets` >= 4 no longer runs loading scripts, so this file is not a Hub loading
+script: import the builder (or `load_ambigdocs`) instead.
 
     from ambigdocs import load_ambigdocs
-    test = load_ambigdocs("test")                       # the release, from the Hub
+    test = load_ambigdocs("test")                       # the release, downloaded from the Hub
     sample = load_ambigdocs("test", config="sample")    # the paper's worked examples, offline
     local = load_ambigdocs(data_dir="path/to/raw")      # train.json, dev.json, test.json
+    mine = load_ambigdocs(data_files={"test": "my_split.jsonl"})
+
+For a script-free copy that `datasets.load_dataset(folder_or_hub_id)` reads, see
+`ambigdocs export` (generation/hub/export.py) and docs/datasets.md.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import datasets
 
@@ -32,8 +40,24 @@ surface name) with gold documents about different entities sharing that name, ea
 with the answer for its entity. 36,098 examples: train 25,268 / validation 3,610 / test 7,220.
 """
 
-_HOMEPAGE = "https://huggingface.co/datasets/yoonsanglee/AmbigDocs"
 _LICENSE = "Unknown (Wikipedia text: CC BY-SA 3.0)"
+
+# Where the release lives. The raw files sit at the root of the Hub dataset repository
+# `yoonsanglee/AmbigDocs` as JSON arrays named like the authors' splits (`dev` is the validation
+# split). These URLs could NOT be checked from the development machines (no Hub access); the
+# file names follow the authors' README ("[Dataset] .../yoonsanglee/AmbigDocs/tree/main") and
+# third-party code that downloads `test.json` / `dev.json` from that repository. If the release
+# moves, change RELEASE_REPO_ID / RELEASE_REVISION / RELEASE_FILES here, or pass `data_files`.
+RELEASE_REPO_ID = "yoonsanglee/AmbigDocs"
+_HOMEPAGE = f"https://huggingface.co/datasets/{RELEASE_REPO_ID}"
+RELEASE_REVISION = "main"
+RELEASE_FILES = {"train": "train.json", "validation": "dev.json", "test": "test.json"}
+RELEASE_URLS = {
+    split: f"https://huggingface.co/datasets/{RELEASE_REPO_ID}/resolve/{RELEASE_REVISION}/{name}"
+    for split, name in RELEASE_FILES.items()
+}
+# Split sizes of the release (paper, Table 6); checked after a download of the release.
+RELEASE_SPLIT_SIZES = {"train": 25_268, "validation": 3_610, "test": 7_220}
 
 # One document of a row: the disambiguated entity (title), its 100-word passage, the passage id
 # and the answer for this entity.
@@ -64,15 +88,152 @@ RAW_FILE_NAMES = {
     "test": ["test.json", "test.jsonl"],
 }
 
+# Decimal text that round-trips through int exactly (no "007", no "+7").
+_INT_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
+def raw_file_names(split: str) -> list[str]:
+    """The raw file names that may hold `split` in a folder of the release layout.
+
+    Args:
+        split: a split name; the release's three, or a new one such as `test_ood`.
+
+    Returns:
+        Candidate file names in order of preference.
+    """
+    return RAW_FILE_NAMES.get(split, [f"{split}.json", f"{split}.jsonl"])
+
+
+def find_raw_files(folder: str | os.PathLike) -> dict[str, Path]:
+    """Finds the release's splits in a folder of raw files.
+
+    Args:
+        folder: a folder holding `train.json`, `dev.json` (or `validation.json`), `test.json`
+            or their `.jsonl` variants; missing splits are simply absent from the result.
+
+    Returns:
+        {split: file} for the splits found, in the order train, validation, test.
+
+    Raises:
+        ValueError: the folder does not exist or holds none of the files.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ValueError(f"{folder}: not a folder")
+    found = {}
+    for split, names in RAW_FILE_NAMES.items():
+        for name in names:
+            if (folder / name).is_file():
+                found[split] = folder / name
+                break
+    if not found:
+        expected = ", ".join(n for names in RAW_FILE_NAMES.values() for n in names)
+        raise ValueError(
+            f"{folder}: none of the release's raw files is there (looked for {expected})"
+        )
+    return found
+
+
+def _bad(source: str, index: int, field: str, problem: str) -> ValueError:
+    return ValueError(f"{source}, row {index}: field {field!r} {problem}")
+
+
+def _check_text(value: Any, source: str, index: int, field: str) -> str:
+    if not isinstance(value, str):
+        raise _bad(source, index, field, f"is {type(value).__name__} {value!r:.40}, not a string")
+    return value
+
+
+def parse_row(row: Any, *, source: str, index: int, keep_extra: bool = False) -> dict:
+    """Validates one raw row of the release and returns it in the `FEATURES` schema.
+
+    Text is never altered (no stripping, no Unicode normalisation). Two lossless conversions
+    are made: a `qid` given as decimal text becomes an int, and a `pid` given as an int becomes
+    its decimal text (DPR passage ids are ints in `psgs_w100.tsv`, strings in the schema).
+
+    Args:
+        row: the decoded JSON object.
+        source: the file it comes from (named in errors).
+        index: its 0-based position in that file (named in errors).
+        keep_extra: keep fields outside the schema (e.g. a model's `gen_answer` and `docs`)
+            unchanged after the schema's fields; by default they are dropped.
+
+    Returns:
+        {"qid", "ambiguous_entity", "question", "documents": [{"title", "text", "pid",
+        "answer"}, ...]} plus, with keep_extra, the other fields.
+
+    Raises:
+        ValueError: a field is missing or has the wrong type; the message names the file, the
+            row and the field (e.g. `documents[2].answer`).
+    """
+    if not isinstance(row, dict):
+        raise ValueError(f"{source}, row {index}: a {type(row).__name__}, not a JSON object")
+    for field in FEATURES:
+        if field not in row:
+            raise _bad(source, index, field, "is missing")
+    qid = row["qid"]
+    if isinstance(qid, str) and _INT_TEXT.fullmatch(qid):
+        qid = int(qid)
+    if not isinstance(qid, int) or isinstance(qid, bool):
+        raise _bad(source, index, "qid", f"is {type(qid).__name__} {qid!r:.40}, not an integer")
+    documents = row["documents"]
+    if not isinstance(documents, list) or not documents:
+        raise _bad(source, index, "documents", "must be a non-empty list of objects")
+    parsed_docs = []
+    for d, doc in enumerate(documents):
+        where = f"documents[{d}]"
+        if not isinstance(doc, dict):
+            raise _bad(source, index, where, f"is a {type(doc).__name__}, not an object")
+        parsed = {}
+        for key in DOCUMENT_FEATURES:
+            if key not in doc:
+                raise _bad(source, index, f"{where}.{key}", "is missing")
+            value = doc[key]
+            if key == "pid" and isinstance(value, int) and not isinstance(value, bool):
+                value = str(value)
+            parsed[key] = _check_text(value, source, index, f"{where}.{key}")
+        parsed_docs.append(parsed)
+    out = {
+        "qid": qid,
+        "ambiguous_entity": _check_text(row["ambiguous_entity"], source, index, "ambiguous_entity"),
+        "question": _check_text(row["question"], source, index, "question"),
+        "documents": parsed_docs,
+    }
+    if keep_extra:
+        out.update((k, v) for k, v in row.items() if k not in FEATURES)
+    return out
+
+
+def read_raw_rows(path: str | os.PathLike, keep_extra: bool = False) -> Iterator[dict]:
+    """Yields the validated rows of one raw file (a JSON array, or JSONL).
+
+    Args:
+        path: the file.
+        keep_extra: see `parse_row`.
+
+    Raises:
+        ValueError: the file or one of its rows is malformed (file, row and field named).
+    """
+    from generation.io_utils import read_records
+
+    for index, row in enumerate(read_records(path)):
+        yield parse_row(row, source=str(path), index=index, keep_extra=keep_extra)
+
 
 class AmbigDocsConfig(datasets.BuilderConfig):
     """A BuilderConfig for AmbigDocs."""
 
 
 class AmbigDocs(datasets.GeneratorBasedBuilder):
-    """AmbigDocs: questions about ambiguous names with per-entity gold documents and answers."""
+    """AmbigDocs: questions about ambiguous names with per-entity gold documents and answers.
+
+    Sources, in order of precedence: `data_files` ({split: file(s)}, JSON arrays or JSONL),
+    `data_dir` (a folder in the release layout), the bundled sample (config `sample`), the
+    release's raw files downloaded from RELEASE_URLS (config `default`).
+    """
 
     VERSION = datasets.Version("1.0.0")
+    BUILDER_CONFIG_CLASS = AmbigDocsConfig
     BUILDER_CONFIGS = [
         AmbigDocsConfig(name="default", version=VERSION, description="The released data set."),
         AmbigDocsConfig(
@@ -83,55 +244,70 @@ class AmbigDocs(datasets.GeneratorBasedBuilder):
     ]
     DEFAULT_CONFIG_NAME = "default"
 
+    def __init__(self, *args, config_name=None, data_dir=None, data_files=None, **kwargs):
+        # A folder (data_dir, or the bundled sample) is turned into explicit data_files here:
+        # `datasets` then records each file's mtime in the cache key, so editing a raw file
+        # rebuilds the cache instead of silently serving the old rows.
+        if data_files is None:
+            folder = data_dir or (SAMPLE_DIR if config_name == "sample" else None)
+            if folder is not None:
+                data_files = {s: [str(p)] for s, p in find_raw_files(folder).items()}
+        super().__init__(
+            *args, config_name=config_name, data_dir=data_dir, data_files=data_files, **kwargs
+        )
+
+    def _reads_release(self) -> bool:
+        return (
+            self.config.name == "default"
+            and not self.config.data_files
+            and not self.config.data_dir
+        )
+
     def _info(self) -> datasets.DatasetInfo:
+        splits = None
+        if self._reads_release():
+            # Recorded sizes make `download_and_prepare` check the download against Table 6.
+            splits = datasets.SplitDict()
+            for name, n in RELEASE_SPLIT_SIZES.items():
+                splits.add(datasets.SplitInfo(name=name, num_examples=n))
         return datasets.DatasetInfo(
             description=_DESCRIPTION,
             features=FEATURES,
             homepage=_HOMEPAGE,
             license=_LICENSE,
             citation=_CITATION,
+            splits=splits,
         )
 
     def _split_generators(self, dl_manager):
-        if self.config.data_files:
+        if self.config.data_files:  # also set for data_dir and the sample (see __init__)
             files = {split: list(paths) for split, paths in self.config.data_files.items()}
+            files = dl_manager.download(files)  # local paths pass through; URLs are fetched
         else:
-            folder = SAMPLE_DIR if self.config.name == "sample" else self.config.data_dir
-            if folder is None:
-                raise ValueError(
-                    "the default config needs data_dir=FOLDER with the release's raw files "
-                    "(train.json, dev.json, test.json)"
-                )
-            files = {}
-            for split, names in RAW_FILE_NAMES.items():
-                found = [Path(folder) / n for n in names if (Path(folder) / n).exists()]
-                if found:
-                    files[split] = [str(found[0])]
+            files = {s: [p] for s, p in dl_manager.download(RELEASE_URLS).items()}
         return [
             datasets.SplitGenerator(name=split, gen_kwargs={"paths": paths})
             for split, paths in files.items()
         ]
 
     def _generate_examples(self, paths):
-        # Keys are the qids: unique and stable across runs.
+        # Keys are the qids: unique and stable across runs. A repeated qid is an error rather
+        # than a silent duplicate, since the metric and the resumable runners key on it.
+        seen: dict[int, str] = {}
         for path in paths:
-            for row in _read_raw(path):
+            for index, row in enumerate(read_raw_rows(path)):
+                where = f"{path}, row {index}"
+                if row["qid"] in seen:
+                    raise ValueError(
+                        f"{where}: field 'qid' repeats qid {row['qid']} (first at {seen[row['qid']]})"
+                    )
+                seen[row["qid"]] = where
                 yield row["qid"], row
 
 
-def _read_raw(path: str | os.PathLike):
-    from generation.io_utils import read_records
-
-    for row in read_records(path):
-        yield {
-            "qid": int(row["qid"]),
-            "ambiguous_entity": row["ambiguous_entity"],
-            "question": row["question"],
-            "documents": [
-                {k: (None if d.get(k) is None else str(d[k])) for k in DOCUMENT_FEATURES}
-                for d in row["documents"]
-            ],
-        }
+# Arguments of `download_and_prepare` that `load_ambigdocs` routes there rather than to the
+# builder's constructor.
+_PREPARE_KWARGS = ("download_mode", "verification_mode", "download_config", "num_proc")
 
 
 def load_ambigdocs(
@@ -143,16 +319,30 @@ def load_ambigdocs(
     """Loads AmbigDocs with the builder (no loading script involved).
 
     Args:
-        split: `train`, `validation`, `test`, or None for a `DatasetDict` of all.
+        split: `train`, `validation`, `test` (or any split the source has; slicing such as
+            `test[:10]` works), or None for a `DatasetDict` of all.
         config: `default` (the release) or `sample` (the paper's examples, offline).
         data_dir: a folder with the release's raw files instead of the download.
-        **kwargs: passed to the builder (`cache_dir`, `data_files`, ...).
+        **kwargs: passed to the builder (`cache_dir`, `data_files`, ...) or, for
+            `download_mode`, `verification_mode`, `download_config` and `num_proc`, to
+            `download_and_prepare`.
 
     Returns:
         A `datasets.Dataset` (one split) or `datasets.DatasetDict`.
+
+    Raises:
+        ValueError: a source file or row is malformed, or `data_dir` holds no raw file.
     """
+    prepare = {k: kwargs.pop(k) for k in _PREPARE_KWARGS if k in kwargs}
     builder = AmbigDocs(config_name=config, data_dir=str(data_dir) if data_dir else None, **kwargs)
-    builder.download_and_prepare()
+    try:
+        builder.download_and_prepare(**prepare)
+    except datasets.exceptions.DatasetGenerationError as err:
+        # `datasets` wraps errors raised while generating; surface a malformed row as the
+        # ValueError that names the file, the row and the field.
+        if isinstance(err.__cause__, ValueError):
+            raise err.__cause__ from None
+        raise
     return builder.as_dataset(split=split)
 
 

@@ -27,7 +27,7 @@ from metric.ambigdocs_metric.scoring import (
     CATEGORIES,
     ExampleScores,
     aggregate,
-    score_example,
+    score_parsed,
     validate_inputs,
 )
 
@@ -98,12 +98,10 @@ _SHARED: tuple | None = None  # what forked workers read: inherited, never pickl
 
 def _score_range(bounds: tuple[int, int]) -> list[ExampleScores]:
     predictions, references, contexts, score_documents = _SHARED
-    return [
-        score_example(
-            predictions[i], references[i], contexts[i] if contexts else None, score_documents
-        )
-        for i in range(*bounds)
-    ]
+    a, b = bounds
+    return score_parsed(
+        predictions[a:b], references[a:b], contexts and contexts[a:b], score_documents
+    )
 
 
 def score_lexical(

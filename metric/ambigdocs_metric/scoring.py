@@ -49,8 +49,15 @@ def normalize(s: str) -> str:
     return " ".join(_ARTICLES.sub(" ", s).split())
 
 
-def _raw_words(s: str) -> list[str]:
-    """`normalize(s).split()`, except that whole-word articles may be left in (see `_words`).
+def _lower_without_punctuation(s: str) -> str:
+    if s.isascii():  # bytes.translate has none of str.translate's per-call set-up (5x faster)
+        return s.lower().encode("ascii").translate(None, _PUNCTUATION_BYTES).decode("ascii")
+    return s.lower().translate(_PUNCTUATION)
+
+
+def _split_words(s: str) -> list[str]:
+    """Splits lower-cased, punctuation-free text into words as `normalize` would, except that
+    whole-word articles may be left in (callers drop them with the stopwords).
 
     Why this is exact: the article regex only acts on a maximal run of word characters (`\\w`,
     i.e. `str.isalnum()` or `_`, and `_` is punctuation, already gone) equal to a, an or the, and
@@ -60,10 +67,6 @@ def _raw_words(s: str) -> list[str]:
     "–" or "’", control characters) need the regex, and only within themselves. One C call
     (`"".join(words).isalnum()`) tells whether any word needs it.
     """
-    if s.isascii():  # bytes.translate has none of str.translate's per-call set-up (5x faster)
-        s = s.lower().encode("ascii").translate(None, _PUNCTUATION_BYTES).decode("ascii")
-    else:
-        s = s.lower().translate(_PUNCTUATION)
     words = s.split()
     if "".join(words).isalnum():
         return words
@@ -76,6 +79,11 @@ def _raw_words(s: str) -> list[str]:
     return out
 
 
+def _raw_words(s: str) -> list[str]:
+    """`normalize(s).split()`, except that whole-word articles may be left in."""
+    return _split_words(_lower_without_punctuation(s))
+
+
 def _words(s: str) -> list[str]:
     """`normalize(s).split()`, computed faster (see `_raw_words`)."""
     return [w for w in _raw_words(s) if w not in _ARTICLE_WORDS]
@@ -85,6 +93,25 @@ def tokens(s: str) -> list[str]:
     """`normalize(s).split()` without NLTK's English stopwords; duplicates kept (a multiset)."""
     # The articles are stopwords too, so one filter removes both.
     return [w for w in _raw_words(s) if w not in STOPWORDS]
+
+
+def tokens_many(strings: Sequence[str]) -> list[list[str]]:
+    """`[tokens(s) for s in strings]`, with the per-string set-up paid once.
+
+    The strings are joined by newlines and lower-cased and stripped of punctuation in one go;
+    both act character by character (lower-casing looks at neighbours only for a final sigma,
+    and a newline is a boundary for it as whitespace is), so each line is exactly what the
+    string alone would give. Strings that hold a newline themselves take the one-by-one path.
+    """
+    if not strings:
+        return []
+    joined = "\n".join(strings)
+    if joined.count("\n") != len(strings) - 1:
+        return [tokens(s) for s in strings]
+    lines = _lower_without_punctuation(joined).split("\n")
+    if "".join(joined.split()).isalnum():  # no word needs the article regex (see _raw_words)
+        return [[w for w in line.split() if w not in STOPWORDS] for line in lines]
+    return [[w for w in _split_words(line) if w not in STOPWORDS] for line in lines]
 
 
 def clean_prediction(y: str) -> str:
@@ -100,9 +127,14 @@ def surface_name(ambiguous_entity: str) -> str:
     return sn
 
 
+def bare_title(title: str) -> str:
+    """The title without the characters ( and ) (the text inside stays)."""
+    return title.replace("(", "").replace(")", "")
+
+
 def entity_tokens(title: str, sn_tokens: set[str]) -> list[str]:
     """E_i: the title's tokens (parentheses dropped, text inside kept) minus every sn token."""
-    return [t for t in tokens(title.replace("(", "").replace(")", "")) if t not in sn_tokens]
+    return [t for t in tokens(bare_title(title)) if t not in sn_tokens]
 
 
 # --- recall and F1 -------------------------------------------------------------------------------
@@ -316,29 +348,44 @@ def score_example(
         The example's scores.
     """
     y = clean_prediction(prediction)
-    pred = tokens(y)
-    pred_counts = Counter(pred)
-    y_lower = y.lower()
-    sn_tokens = set(tokens(surface_name(reference.ambiguous_entity)))
-    kp = None if shown is None else k_precision(reference.question, shown, pred_counts)
-    length = len(y.split())
-
     docs = scored_documents(reference, shown, score_documents)
+    strings = [y, surface_name(reference.ambiguous_entity)]
+    for d in docs:
+        strings += [d.answer, bare_title(d.title)]
+    return _score_tokenized(y, [tokens(x) for x in strings], docs, reference.question, shown)
+
+
+def _score_tokenized(
+    y: str,
+    toks: list[list[str]],
+    docs: Sequence[GoldDocument],
+    question: str,
+    shown: Sequence[Mapping] | None,
+) -> ExampleScores:
+    """The scores from tokens: toks = [P, tokens(sn), then tokens(a_i), tokens(bare DE_i) per
+    scored document]."""
+    pred = toks[0]
+    pred_counts = Counter(pred)
+    sn_tokens = set(toks[1])
+    kp = None if shown is None else k_precision(question, shown, pred_counts)
+    length = len(y.split())
     if not docs:
         return ExampleScores(None, None, None, length, None, kp, 0)
 
+    y_lower = None
     ar_sum = er_sum = ear_sum = 0.0
     c_p = c_np = 0
-    for doc in docs:
-        ans = tokens(doc.answer)
+    for k, doc in enumerate(docs):
+        ans = toks[2 + 2 * k]
+        ent = [t for t in toks[3 + 2 * k] if t not in sn_tokens] if sn_tokens else toks[3 + 2 * k]
         r = token_recall(ans, pred, pred_counts)
-        ent = entity_tokens(doc.title, sn_tokens)
         if ent:
             e = 1.0 * _common(ent, pred_counts) / len(ent) if pred else 0.0
         else:
             # Nothing but the surface name in the title: exact match of the title instead.
-            bare = doc.title.replace("(", "").replace(")", "").lower()
-            e = 1.0 if bare in y_lower else 0.0
+            if y_lower is None:
+                y_lower = y.lower()
+            e = 1.0 if bare_title(doc.title).lower() in y_lower else 0.0
         ar_sum += r
         er_sum += e
         ear_sum += r * e
@@ -410,18 +457,44 @@ def score_examples(
     contexts: Sequence[Sequence[Mapping] | None] | None = None,
     score_documents: str = "first5",
 ) -> list[ExampleScores]:
-    """Scores many answers; see `score_example`. Inputs are validated first."""
+    """Scores many answers (see `score_example`); inputs are validated first.
+
+    Raises:
+        ValueError: bad input, naming the example and the field.
+    """
     if score_documents not in SCORE_DOCUMENTS:
         raise ValueError(
             f"score_documents must be one of {SCORE_DOCUMENTS}, got {score_documents!r}"
         )
     parsed = validate_inputs(predictions, references, contexts)
+    return score_parsed(predictions, parsed, contexts, score_documents)
+
+
+def score_parsed(
+    predictions: Sequence[str],
+    references: Sequence[Reference],
+    contexts: Sequence[Sequence[Mapping] | None] | None = None,
+    score_documents: str = "first5",
+) -> list[ExampleScores]:
+    """`score_examples` on validated input: every string is tokenised in one batch."""
     if contexts is None:
-        contexts = [None] * len(parsed)
-    return [
-        score_example(p, r, c, score_documents)
-        for p, r, c in zip(predictions, parsed, contexts, strict=True)
+        contexts = [None] * len(references)
+    ys = [clean_prediction(p) for p in predictions]
+    docs_of = [
+        scored_documents(r, c, score_documents) for r, c in zip(references, contexts, strict=True)
     ]
+    strings: list[str] = []
+    for y, ref, docs in zip(ys, references, docs_of, strict=True):
+        strings += [y, surface_name(ref.ambiguous_entity)]
+        for d in docs:
+            strings += [d.answer, bare_title(d.title)]
+    toks = tokens_many(strings)
+    out, at = [], 0
+    for y, ref, docs, shown in zip(ys, references, docs_of, contexts, strict=True):
+        width = 2 + 2 * len(docs)
+        out.append(_score_tokenized(y, toks[at : at + width], docs, ref.question, shown))
+        at += width
+    return out
 
 
 def _mean(values: Sequence[float]) -> float:

@@ -1,0 +1,196 @@
+"""The dataset card (README.md) of a script-free AmbigDocs repository.
+
+The card's YAML is what `datasets.load_dataset` reads: `configs` (which files make which split)
+and `dataset_info` (features and split sizes). It is written with the `datasets` helpers that
+`push_to_hub` uses (`MetadataConfigs`, `DatasetInfosDict`), so the YAML is exactly the form the
+loader expects. The prose follows below it; its split table sits between two markers so that
+`push` can refresh it without touching text someone edited on the Hub.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import datasets
+from datasets.info import DatasetInfosDict
+from datasets.utils.metadata import MetadataConfigs
+from huggingface_hub import DatasetCard, DatasetCardData
+
+import ambigdocs
+from generation.hub.layout import split_pattern
+
+SPLITS_START = "<!-- ambigdocs:splits:start -->"
+SPLITS_END = "<!-- ambigdocs:splits:end -->"
+
+_BODY = """\
+# AmbigDocs
+
+{description}
+Paper: *AmbigDocs: Reasoning across Documents on Different Entities under the Same Name*
+(Lee, Ye and Choi, COLM 2024). Homepage: {homepage}. Original release:
+[`{release}`](https://huggingface.co/datasets/{release}).
+
+This copy is script-free (Parquet files and this card): `datasets` 4 and later no longer run
+loading scripts, and read it directly.
+
+## Fields
+
+- `qid` (int64): the question id, unique within the data set.
+- `ambiguous_entity` (string): the ambiguous surface name (a Wikipedia disambiguation page).
+- `question` (string): a question that mentions only the ambiguous name.
+- `documents` (list of structs): the gold documents, one per entity sharing the name, each
+  with `title` (the disambiguated entity), `text` (its 100-word Wikipedia passage), `pid` (the
+  passage id) and `answer` (the answer to the question for this entity).
+
+Text is exactly as in the raw release files (no stripping or normalisation).
+
+## Splits
+
+{splits_start}
+{splits_table}
+{splits_end}
+
+## How to load
+
+```python
+from datasets import load_dataset
+
+ds = load_dataset("{repo_id}")                  # this repository on the Hub
+ds = load_dataset("path/to/this/folder")        # a local copy of it
+```
+
+With the AmbigDocs toolkit installed, the builder reads the raw release files directly:
+
+```python
+from ambigdocs import load_ambigdocs
+
+test = load_ambigdocs("test")                        # raw files of the release
+local = load_ambigdocs(data_dir="path/to/raw")       # train.json, dev.json, test.json
+```
+
+## License
+
+{license}. The passages are Wikipedia text (CC BY-SA 3.0).
+
+## Citation
+
+```bibtex
+{citation}```
+"""
+
+
+def split_info(dataset: datasets.Dataset, split: str) -> datasets.SplitInfo:
+    """The SplitInfo recorded for one split: its row count and Arrow size in bytes."""
+    return datasets.SplitInfo(name=split, num_examples=len(dataset), num_bytes=dataset.data.nbytes)
+
+
+def _split_table(infos: Mapping[str, datasets.DatasetInfo]) -> str:
+    lines = ["| config | split | rows |", "|---|---|---:|"]
+    for config in sorted(infos):
+        for name, info in (infos[config].splits or {}).items():
+            lines.append(f"| {config} | {name} | {info.num_examples:,} |")
+    return "\n".join(lines)
+
+
+def read_card(text: str | None) -> DatasetCard:
+    """Parses a card (None or empty: a new card with no YAML yet)."""
+    return DatasetCard(text if text else "---\n---\n")
+
+
+def card_configs(card: DatasetCard) -> MetadataConfigs:
+    """The `configs` of a card's YAML ({config: {"data_files": [...], ...}})."""
+    return MetadataConfigs.from_dataset_card_data(card.data)
+
+
+def card_infos(card: DatasetCard) -> DatasetInfosDict:
+    """The `dataset_info` of a card's YAML ({config: DatasetInfo})."""
+    return DatasetInfosDict.from_dataset_card_data(card.data)
+
+
+def set_split(
+    card: DatasetCard,
+    config: str,
+    split: str,
+    features: datasets.Features,
+    info: datasets.SplitInfo,
+    data_files: str | list[str] | None = None,
+) -> None:
+    """Adds or replaces one split of one config in the card's YAML; other splits are kept.
+
+    Args:
+        card: the card, changed in place.
+        config: the config name.
+        split: the split name.
+        features: the config's features (all its splits share them).
+        info: the split's size.
+        data_files: the split's `data_files` paths; default: the layout's pattern.
+    """
+    configs = card_configs(card)
+    entry = dict(configs.get(config, {}))
+    files = list(entry.get("data_files") or [])
+    new = {"split": split, "path": data_files or split_pattern(config, split)}
+    for i, item in enumerate(files):
+        if isinstance(item, dict) and item.get("split") == split:
+            files[i] = new
+            break
+    else:
+        files.append(new)
+    entry["data_files"] = files
+    MetadataConfigs({config: entry}).to_dataset_card_data(card.data)
+
+    infos = card_infos(card)
+    old = infos.get(config)
+    splits = datasets.SplitDict()
+    for name, split_info_ in (old.splits or {}).items() if old else []:
+        if name != split:
+            splits.add(split_info_)
+    splits.add(info)
+    # List the splits in the order of the config's data_files (kept stable across pushes).
+    order = {name: i for i, name in enumerate(f["split"] for f in files if isinstance(f, dict))}
+    ordered = datasets.SplitDict()
+    for name in sorted(splits, key=lambda n: order.get(n, len(order))):
+        ordered.add(splits[name])
+    new_info = datasets.DatasetInfo(features=features, splits=ordered)
+    new_info.dataset_size = sum(s.num_bytes for s in ordered.values())
+    DatasetInfosDict({config: new_info}).to_dataset_card_data(card.data)
+
+
+def refresh_split_table(card: DatasetCard) -> None:
+    """Rewrites the split table between the markers from the YAML (no markers: unchanged)."""
+    pattern = re.compile(re.escape(SPLITS_START) + r".*?" + re.escape(SPLITS_END), re.DOTALL)
+    table = f"{SPLITS_START}\n{_split_table(card_infos(card))}\n{SPLITS_END}"
+    card.text = pattern.sub(lambda _: table, card.text)
+
+
+def new_card(repo_id: str) -> DatasetCard:
+    """A card with the AmbigDocs description, fields, loading, license and citation; no splits.
+
+    Args:
+        repo_id: the Hub id shown in the loading example (`NAMESPACE/NAME`).
+    """
+    data = DatasetCardData(
+        pretty_name="AmbigDocs",
+        language=["en"],
+        license="unknown",
+        task_categories=["question-answering"],
+        tags=["ambiguity", "multi-document", "retrieval-augmented-generation"],
+    )
+    body = _BODY.format(
+        description=ambigdocs._DESCRIPTION,
+        homepage=ambigdocs._HOMEPAGE,
+        release=ambigdocs.RELEASE_REPO_ID,
+        splits_start=SPLITS_START,
+        splits_table=_split_table({}),
+        splits_end=SPLITS_END,
+        repo_id=repo_id,
+        license=ambigdocs._LICENSE,
+        citation=ambigdocs._CITATION,
+    )
+    return DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body}")
+
+
+def render(card: DatasetCard) -> str:
+    """The card's text as it is written to README.md (YAML, then the prose)."""
+    refresh_split_table(card)
+    return str(card)

@@ -1,0 +1,176 @@
+"""`ambigdocs export`: write a script-free, Hub-ready copy of AmbigDocs.
+
+`datasets` >= 4 no longer runs loading scripts, so a Hub repository holding only `ambigdocs.py`
+cannot be opened with `load_dataset("NAMESPACE/NAME")`. This command builds the data set with the
+builder and writes what `load_dataset` reads without any code: Parquet shards under `data/` (and
+`{config}/` for configs other than `default`) and a README.md dataset card whose YAML holds
+`configs` (the data files per split) and `dataset_info` (features, split sizes).
+
+    ambigdocs export OUTPUT_DIR                       # the release (downloads the raw files)
+    ambigdocs export --config sample OUTPUT_DIR       # the bundled sample, offline
+    ambigdocs export --data-dir RAW OUTPUT_DIR        # raw files in the release layout
+    ambigdocs export --config default --config sample OUTPUT_DIR   # several configs, one folder
+
+Then `datasets.load_dataset(OUTPUT_DIR)` returns exactly the builder's rows and features, and
+`hf upload --repo-type dataset NAMESPACE/NAME OUTPUT_DIR` (or `ambigdocs push` for
+one split) publishes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import datasets
+
+from generation.hub import card as dataset_card
+from generation.hub.layout import DEFAULT_MAX_SHARD_BYTES, check_config_name, write_split
+from generation.io_utils import atomic_write_text
+
+
+def export_dataset(
+    configs: Mapping[str, datasets.DatasetDict],
+    output_dir: str | os.PathLike,
+    repo_id: str = "NAMESPACE/ambigdocs",
+    overwrite: bool = False,
+    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
+) -> list[str]:
+    """Writes a script-free repository folder holding the given configs.
+
+    The folder is assembled next to OUTPUT_DIR and renamed into place at the end, so a crash
+    never leaves a half-written export where a finished one is expected.
+
+    Args:
+        configs: {config name: DatasetDict of its splits}.
+        output_dir: the folder to create.
+        repo_id: the Hub id shown in the card's loading example.
+        overwrite: replace an existing, non-empty `output_dir`.
+        max_shard_bytes: upper bound on the Arrow size of one Parquet shard.
+
+    Returns:
+        The files written, relative to `output_dir` (README.md last).
+
+    Raises:
+        ValueError: `output_dir` exists and is not empty (without `overwrite`), or a config or
+            split name is not usable.
+        FileExistsError: `output_dir` is a file.
+    """
+    output_dir = Path(output_dir)
+    if output_dir.is_file():
+        raise FileExistsError(f"{output_dir}: is a file")
+    if output_dir.is_dir() and any(output_dir.iterdir()) and not overwrite:
+        raise ValueError(f"{output_dir}: exists and is not empty (use --overwrite to replace it)")
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.", dir=output_dir.parent))
+    try:
+        card = dataset_card.new_card(repo_id)
+        written = []
+        for config, splits in configs.items():
+            check_config_name(config)
+            for split, ds in splits.items():
+                written += write_split(ds, staging, config, split, max_shard_bytes)
+                dataset_card.set_split(
+                    card, config, split, ds.features, dataset_card.split_info(ds, split)
+                )
+        atomic_write_text(staging / "README.md", dataset_card.render(card))
+        written.append("README.md")
+        if output_dir.exists():
+            old = output_dir.with_name(f".{output_dir.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(output_dir, old)
+            os.replace(staging, output_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(staging, output_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return written
+
+
+def build_configs(
+    config_names: list[str], data_dir: str | os.PathLike | None = None, **builder_kwargs
+) -> dict[str, datasets.DatasetDict]:
+    """Builds each named config with the AmbigDocs builder.
+
+    Args:
+        config_names: builder configs (`default`, `sample`).
+        data_dir: raw files in the release layout for the `default` config instead of the
+            download.
+        **builder_kwargs: passed to `load_ambigdocs` (`cache_dir`, ...).
+
+    Returns:
+        {config: DatasetDict}.
+    """
+    from ambigdocs import load_ambigdocs
+
+    out = {}
+    for name in config_names:
+        folder = data_dir if name == "default" else None
+        out[name] = load_ambigdocs(config=name, data_dir=folder, **builder_kwargs)
+    return out
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="ambigdocs export",
+        description="Write a script-free, Hub-ready copy of AmbigDocs (Parquet + dataset card).",
+    )
+    parser.add_argument("output_dir", help="the folder to write (must not exist or be empty)")
+    parser.add_argument(
+        "--config",
+        action="append",
+        choices=["default", "sample"],
+        help="builder config to export; repeat for several (default: default)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        help="raw files in the release layout (train.json, dev.json, test.json) for `default`",
+    )
+    parser.add_argument("--repo-id", default="NAMESPACE/ambigdocs", help="Hub id named in the card")
+    parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output_dir")
+    parser.add_argument("--cache-dir", help="datasets cache for the build")
+    parser.add_argument(
+        "--max-shard-mb", type=int, default=DEFAULT_MAX_SHARD_BYTES >> 20, help="Parquet shard size"
+    )
+    args = parser.parse_args(argv)
+    args.config = args.config or ["default"]
+    if len(set(args.config)) != len(args.config):
+        parser.error("each --config may be given once")
+    if args.data_dir and "default" not in args.config:
+        parser.error("--data-dir feeds the `default` config; add --config default")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    kwargs = {"cache_dir": args.cache_dir} if args.cache_dir else {}
+    try:
+        configs = build_configs(args.config, args.data_dir, **kwargs)
+        written = export_dataset(
+            configs, args.output_dir, args.repo_id, args.overwrite, args.max_shard_mb << 20
+        )
+    except (ValueError, FileExistsError) as err:
+        print(f"ambigdocs export: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:  # the release's download failed (offline, moved, no access)
+        print(
+            f"ambigdocs export: could not read the release ({err}); "
+            "give the raw files with --data-dir",
+            file=sys.stderr,
+        )
+        return 1
+    for config, splits in configs.items():
+        for split, ds in splits.items():
+            print(f"{config}/{split}: {len(ds):,} rows")
+    print(f"wrote {len(written)} files to {args.output_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,345 @@
+"""`ambigdocs push`: add or replace one split of a script-free AmbigDocs dataset on the Hub.
+
+    ambigdocs push new_domain.json --repo-id NAMESPACE/ambigdocs --split test_sports
+    ambigdocs push runs/llama_answers.json --repo-id NAMESPACE/ambigdocs-runs \\
+        --config llama2_7b --split test
+    ambigdocs push EXPORT_DIR --repo-id NAMESPACE/ambigdocs --split validation --dry-run
+
+SOURCE is a raw file (JSON array or JSONL, as the release), a folder in the release layout
+(`{split}.json`; the validation split may be `dev.json`), or a folder written by
+`ambigdocs export`. Every row is validated against the release schema before anything is
+uploaded (an error names the file, the row and the field). Fields beyond the schema (a model
+run's `gen_answer` and `docs`) are kept as extra columns; since all splits of a config share one
+set of features, such a split belongs in its own `--config`.
+
+One commit replaces the split's Parquet files (`data/{split}-*` for `default`,
+`{config}/{split}-*` otherwise), leaves every other file alone, and rewrites the card's YAML
+(`configs`, `dataset_info`) and split table to match. The token comes from `HF_TOKEN` or
+`hf auth login` and is never printed. `--dry-run` reads the repository, then prints the files and
+the card that would be uploaded, and uploads nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import datasets
+import pyarrow as pa
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+from ambigdocs import FEATURES, parse_row, raw_file_names, read_raw_rows
+from generation.hub import card as dataset_card
+from generation.hub import remote
+from generation.hub.layout import check_config_name, check_split_name, write_split
+
+REPO_TYPE = "dataset"
+# Files of a dataset repository that are not data (never counted as unexported data files).
+_NOT_DATA = ("README.md", ".gitattributes", "*.md", "*.py", "*.txt", "*.yaml", "*.yml", ".*")
+
+
+def check_features(features: datasets.Features, source: str) -> None:
+    """Checks that `features` hold the release's columns with the release's types.
+
+    Raises:
+        ValueError: a column is missing or has another type (the message names both).
+    """
+    for name, expected in FEATURES.items():
+        if name not in features:
+            raise ValueError(f"{source}: column {name!r} is missing")
+        if features[name] != expected:
+            raise ValueError(f"{source}: column {name!r} is {features[name]}, expected {expected}")
+
+
+def _dataset_from_rows(rows: list[dict], source: str) -> datasets.Dataset:
+    """A Dataset of validated rows: the release's features, plus inferred ones for extras."""
+    if not rows:
+        raise ValueError(f"{source}: no rows")
+    extras: list[str] = []
+    for row in rows:
+        extras += [k for k in row if k not in FEATURES and k not in extras]
+    features = datasets.Features(FEATURES)
+    if extras:
+        extra_rows = [{k: row.get(k) for k in extras} for row in rows]
+        try:
+            features.update(datasets.Dataset.from_list(extra_rows).features)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as err:
+            raise ValueError(
+                f"{source}: the extra fields {extras} do not have one type across rows ({err})"
+            ) from None
+    return datasets.Dataset.from_list(rows, features=features)
+
+
+def _check_unique_qids(qids: list[int], source: str) -> None:
+    seen: dict[int, int] = {}
+    for index, qid in enumerate(qids):
+        if qid in seen:
+            raise ValueError(
+                f"{source}, row {index}: field 'qid' repeats qid {qid} (row {seen[qid]})"
+            )
+        seen[qid] = index
+
+
+def _is_export_folder(folder: Path) -> bool:
+    if (folder / "README.md").is_file():
+        card = dataset_card.read_card((folder / "README.md").read_text(encoding="utf-8"))
+        if dataset_card.card_configs(card):
+            return True
+    return any(folder.rglob("*.parquet"))
+
+
+def read_source(
+    source: str | Path, split: str, config: str = "default", source_config: str | None = None
+) -> datasets.Dataset:
+    """Reads and validates the split to push.
+
+    Args:
+        source: a raw file, a folder in the release layout, or an export folder.
+        split: the split to push (picks the file in a raw folder or the split of an export).
+        config: the target config (picks the export folder's config of that name, if any).
+        source_config: the export folder's config to read (default: `config` if the folder
+            has it, else its only config).
+
+    Returns:
+        The split with the release's features (plus any extra columns).
+
+    Raises:
+        ValueError: the source is missing, malformed, or ambiguous.
+    """
+    source = Path(source)
+    if source.is_file():
+        rows = list(read_raw_rows(source, keep_extra=True))
+        _check_unique_qids([r["qid"] for r in rows], str(source))
+        return _dataset_from_rows(rows, str(source))
+    if not source.is_dir():
+        raise ValueError(f"{source}: no such file or folder")
+    if _is_export_folder(source):
+        return _read_export_split(source, split, config, source_config)
+    for name in raw_file_names(split):
+        if (source / name).is_file():
+            return read_source(source / name, split)
+    raise ValueError(f"{source}: no file for split {split!r} (looked for {raw_file_names(split)})")
+
+
+def _read_export_split(
+    folder: Path, split: str, config: str, source_config: str | None
+) -> datasets.Dataset:
+    card = dataset_card.read_card((folder / "README.md").read_text(encoding="utf-8"))
+    names = list(dataset_card.card_configs(card)) or ["default"]
+    name = source_config or (config if config in names else (names[0] if len(names) == 1 else None))
+    if name not in names:
+        raise ValueError(f"{folder}: pick one of its configs {names} with --source-config")
+    loaded = datasets.load_dataset(str(folder), name=name)
+    if split not in loaded:
+        raise ValueError(f"{folder}: config {name!r} has no split {split!r} ({list(loaded)})")
+    ds = loaded[split]
+    where = f"{folder} ({name}/{split})"
+    check_features(ds.features, where)
+    # Parquet written by other tools may hold anything the types allow: validate the rows too.
+    for index, row in enumerate(ds):
+        parse_row(row, source=where, index=index)
+    _check_unique_qids(list(ds["qid"]), where)
+    return ds
+
+
+def _match(path: str, patterns: str | list[str]) -> bool:
+    patterns = [patterns] if isinstance(patterns, str) else list(patterns)
+    return any(fnmatch.fnmatchcase(path, p) for p in patterns)
+
+
+def plan_push(
+    dataset: datasets.Dataset,
+    repo_id: str,
+    split: str,
+    config: str,
+    state: remote.RepoState,
+    card_text: str | None,
+    workdir: Path,
+) -> tuple[list, str]:
+    """Works out the commit that adds or replaces one split, writing its files under workdir.
+
+    Args:
+        dataset: the validated split.
+        repo_id: the target repository.
+        split: the split name.
+        config: the config name.
+        state: the repository as read.
+        card_text: its README.md (None: none yet).
+        workdir: a scratch folder for the Parquet shards.
+
+    Returns:
+        (operations, new README.md text).
+
+    Raises:
+        ValueError: the push would touch other splits, the config's features differ, or the
+            repository holds data files its card does not describe.
+    """
+    check_split_name(split)
+    check_config_name(config)
+    card = dataset_card.read_card(card_text) if card_text else dataset_card.new_card(repo_id)
+    configs = dataset_card.card_configs(card)
+    data_like = [f for f in state.files if not any(fnmatch.fnmatchcase(f, p) for p in _NOT_DATA)]
+    if data_like and not configs:
+        raise ValueError(
+            f"{repo_id}: holds data files ({', '.join(data_like[:3])}...) but its card has no "
+            "`configs`; pushing would hide them. Export the data set (`ambigdocs export`) into a "
+            "new repository and push there."
+        )
+    infos = dataset_card.card_infos(card)
+    old_info = infos.get(config)
+    if (
+        old_info is not None
+        and old_info.features is not None
+        and old_info.features != dataset.features
+    ):
+        raise ValueError(
+            f"{repo_id}: config {config!r} has features {old_info.features}, this split has "
+            f"{dataset.features}; all splits of a config share features, use another --config"
+        )
+
+    # Files of this split now, and of every other split of every config (never touched).
+    old_patterns, other_patterns = [], []
+    for name, entry in configs.items():
+        for item in entry.get("data_files") or []:
+            if not isinstance(item, dict):
+                other_patterns.append(item)
+            elif name == config and item["split"] == split:
+                old_patterns.append(item["path"])
+            else:
+                other_patterns.append(item["path"])
+    old_files = [f for f in state.files if any(_match(f, p) for p in old_patterns)]
+    new_files = write_split(dataset, workdir, config, split)
+    for path in old_files + new_files:
+        if any(_match(path, p) for p in other_patterns):
+            raise ValueError(
+                f"{repo_id}: {path} also belongs to another split; refusing to touch it"
+            )
+
+    dataset_card.set_split(
+        card, config, split, dataset.features, dataset_card.split_info(dataset, split)
+    )
+    readme = dataset_card.render(card)
+    operations: list = [CommitOperationDelete(f) for f in old_files if f not in new_files]
+    operations += [CommitOperationAdd(f, str(workdir / f)) for f in new_files]
+    operations.append(CommitOperationAdd("README.md", readme.encode("utf-8")))
+    return operations, readme
+
+
+def push_split(
+    source: str | Path,
+    repo_id: str,
+    split: str,
+    config: str = "default",
+    *,
+    source_config: str | None = None,
+    private: bool = False,
+    revision: str | None = None,
+    create_pr: bool = False,
+    dry_run: bool = False,
+    api: Any = None,
+    out=None,
+):
+    """Validates SOURCE, then adds or replaces `config`/`split` in a Hub dataset repository.
+
+    Args:
+        source: a raw file, a raw folder, or an export folder (see `read_source`).
+        repo_id: `NAMESPACE/NAME`.
+        split: the split name.
+        config: the config name.
+        source_config: the config to read from an export folder.
+        private: create the repository private if it does not exist.
+        revision: the branch to commit to (created if missing).
+        create_pr: open a pull request.
+        dry_run: print what would be uploaded, upload nothing.
+        api: an `HfApi`-like object (default: `HfApi()`, with the usual token).
+        out: where the report goes.
+
+    Returns:
+        The commit's `CommitInfo`, or None on a dry run.
+    """
+    out = out or sys.stdout
+    dataset = read_source(source, split, config, source_config)  # validate before any Hub call
+    if api is None:
+        from huggingface_hub import HfApi
+
+        api = HfApi()
+    state = remote.read_repo_state(api, repo_id, REPO_TYPE, revision)
+    card_text = remote.read_text_file(api, repo_id, REPO_TYPE, state, "README.md")
+    with tempfile.TemporaryDirectory(prefix="ambigdocs-push-") as tmp:
+        operations, readme = plan_push(dataset, repo_id, split, config, state, card_text, Path(tmp))
+        print(
+            f"{'would push' if dry_run else 'pushing'} {config}/{split} ({len(dataset):,} rows) "
+            f"to {repo_id}"
+            + (f"@{revision}" if revision else "")
+            + (" (new)" if not state.exists else ""),
+            file=out,
+        )
+        for line in remote.describe_operations(operations):
+            print(f"  {line}", file=out)
+        if dry_run:
+            print("README.md would be:\n" + readme, file=out)
+            return None
+        info = remote.commit(
+            api,
+            repo_id,
+            REPO_TYPE,
+            state,
+            operations,
+            f"Add or replace split {config}/{split} ({len(dataset):,} rows)",
+            private=private,
+            revision=revision,
+            create_pr=create_pr,
+        )
+    remote.report(info, out)
+    return info
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="ambigdocs push",
+        description="Add or replace one split of a script-free AmbigDocs dataset on the Hub.",
+    )
+    parser.add_argument("source", help="raw file, raw folder (release layout), or export folder")
+    parser.add_argument("--repo-id", required=True, help="NAMESPACE/NAME of the dataset repo")
+    parser.add_argument("--split", required=True, help="the split to add or replace")
+    parser.add_argument("--config", default="default", help="the config it belongs to")
+    parser.add_argument("--source-config", help="config to read from an export folder")
+    parser.add_argument("--private", action="store_true", help="create the repository private")
+    parser.add_argument("--revision", help="branch to commit to (created if missing)")
+    parser.add_argument("--create-pr", action="store_true", help="open a pull request")
+    parser.add_argument("--dry-run", action="store_true", help="print what would be uploaded")
+    args = parser.parse_args(argv)
+    if args.repo_id.count("/") != 1:
+        parser.error("--repo-id must be NAMESPACE/NAME")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        push_split(
+            args.source,
+            args.repo_id,
+            args.split,
+            args.config,
+            source_config=args.source_config,
+            private=args.private,
+            revision=args.revision,
+            create_pr=args.create_pr,
+            dry_run=args.dry_run,
+        )
+    except ValueError as err:
+        print(f"ambigdocs push: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:  # Hub errors (not found, offline, HTTP) are OSErrors
+        print(f"ambigdocs push: the Hub call failed: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

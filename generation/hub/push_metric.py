@@ -1,0 +1,270 @@
+"""`ambigdocs push-metric`: publish the AmbigDocs metric as a Hub Space for `evaluate.load`.
+
+    ambigdocs push-metric --repo-id NAMESPACE/ambigdocs_metric --dry-run
+    ambigdocs push-metric --repo-id NAMESPACE/ambigdocs_metric
+
+after which, in any training loop, `evaluate.load("NAMESPACE/ambigdocs_metric")` works.
+
+`evaluate-cli create` no longer starts with current `huggingface_hub` (it needs the removed
+`Repository` class), so this command writes the Space itself, the way evaluate's template lays
+one out, and uploads it with one `create_commit`:
+
+- `NAME.py`: the module `metric/ambigdocs_metric/ambigdocs_metric.py`, renamed after the Space,
+  since `evaluate.load("NAMESPACE/NAME")` fetches exactly `NAME.py` (and then the files that
+  script imports relatively: `scoring.py`, `disambig_f1.py`, `stopwords.py`, published as is);
+- the folder's other `*.py` files, unchanged;
+- `README.md`: the metric card with the Space front matter (`sdk: gradio`, `app_file: app.py`,
+  `tags: [evaluate, metric]`) merged into its YAML;
+- `requirements.txt`: the folder's, plus `evaluate` when missing (the app imports it);
+- `app.py`: evaluate's usual widget, `launch_gradio_widget(evaluate.load("NAMESPACE/NAME"))` on
+  Gradio 3, the same widget built with Gradio 4+ component names otherwise.
+
+Files left on the Space from an earlier version that are not in the new set are deleted in the
+same commit, so a renamed helper cannot linger. The token comes from `HF_TOKEN` or
+`hf auth login` and is never printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete, SpaceCard
+
+from ambigdocs import RELEASE_REPO_ID
+from generation.hub import remote
+
+REPO_TYPE = "space"
+METRIC_DIR = Path(__file__).resolve().parents[2] / "metric" / "ambigdocs_metric"
+MODULE_FILE = "ambigdocs_metric.py"
+# The Gradio of a Space whose card does not name one (the metric card's own choice is kept).
+DEFAULT_GRADIO_SDK_VERSION = "5.0.0"
+# Files the Hub manages itself: never deleted as stale.
+_KEEP = {".gitattributes"}
+
+# evaluate's usual widget. `launch_gradio_widget` still builds it from `gr.inputs` /
+# `gr.outputs`, which Gradio 4 removed; on Gradio >= 4 the same widget is built from the current
+# component names with evaluate's own helpers, so the Space runs on either.
+APP_TEMPLATE = '''\
+"""The Space's widget: evaluate's `launch_gradio_widget` for {repo_id}."""
+
+from pathlib import Path
+
+import evaluate
+import gradio as gr
+from evaluate.utils import launch_gradio_widget
+from evaluate.utils.gradio import (
+    infer_gradio_input_types,
+    json_to_string_type,
+    parse_gradio_data,
+    parse_readme,
+)
+
+module = evaluate.load("{repo_id}")
+
+if hasattr(gr, "inputs"):  # Gradio 3
+    launch_gradio_widget(module)
+else:  # Gradio >= 4: no gr.inputs / gr.outputs
+    features = module.features[0] if isinstance(module.features, list) else module.features
+    names, types = zip(*features.items())
+    input_types = infer_gradio_input_types(types)
+
+    def compute(data):
+        return module.compute(**parse_gradio_data(data, input_types))
+
+    gr.Interface(
+        fn=compute,
+        inputs=gr.Dataframe(
+            headers=list(names),
+            col_count=len(names),
+            row_count=1,
+            datatype=json_to_string_type(input_types),
+        ),
+        outputs=gr.Textbox(label=module.name),
+        description=module.info.description
+        + "\\nWrap text in double quotes; give structured inputs as JSON.",
+        title=f"Metric: {{module.name}}",
+        article=parse_readme(Path(__file__).parent / "README.md"),
+    ).launch()
+'''
+
+
+def space_name(repo_id: str) -> str:
+    """The Space's NAME, which is also the module's file name (`NAME.py`).
+
+    Raises:
+        ValueError: `repo_id` is not `NAMESPACE/NAME`, or NAME is not a Python identifier
+            (evaluate imports `NAME.py` as a module; `evaluate-cli` refuses dashes too).
+    """
+    if repo_id.count("/") != 1:
+        raise ValueError(f"repo id {repo_id!r}: expected NAMESPACE/NAME")
+    name = repo_id.split("/")[1]
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise ValueError(f"repo id {repo_id!r}: NAME must be letters, digits and '_' (no '-', '.')")
+    return name
+
+
+def _front_matter(readme: str) -> str:
+    """The metric card with the Space's settings merged into its YAML (its own keys kept)."""
+    card = SpaceCard(readme)
+    data = card.data
+    data["title"] = data.get("title") or "AmbigDocs"
+    data["sdk"] = "gradio"
+    data["sdk_version"] = data.get("sdk_version") or DEFAULT_GRADIO_SDK_VERSION
+    data["app_file"] = "app.py"
+    data["pinned"] = bool(data.get("pinned", False))
+    tags = list(data.get("tags") or [])
+    data["tags"] = tags + [t for t in ("evaluate", "metric") if t not in tags]
+    data["description"] = data.get("description") or (
+        "AmbigDocs metric: answer/entity recall, answer categories, K-Precision, Disambig-F1."
+    )
+    data["datasets"] = data.get("datasets") or [RELEASE_REPO_ID]
+    return str(card)
+
+
+def _requirements(text: str) -> str:
+    lines = text.splitlines()
+    names = {re.split(r"[<>=!~\[;@ ]", line.strip(), maxsplit=1)[0].lower() for line in lines}
+    if "evaluate" not in names:
+        lines.append("evaluate")
+    return "\n".join(lines).strip("\n") + "\n"
+
+
+def build_space_folder(
+    repo_id: str, output_dir: str | Path, metric_dir: str | Path = METRIC_DIR
+) -> list[str]:
+    """Writes the would-be Space of the metric into `output_dir` (created; must not exist).
+
+    `evaluate.load(output_dir)` loads it as the Hub would when `output_dir`'s name is NAME.
+
+    Args:
+        repo_id: `NAMESPACE/NAME` of the Space.
+        output_dir: the folder to write.
+        metric_dir: the evaluate module's folder.
+
+    Returns:
+        The files written, relative to `output_dir`, sorted.
+
+    Raises:
+        ValueError: a required file of the module is missing, or the repo id is unusable.
+        FileExistsError: `output_dir` exists.
+    """
+    name = space_name(repo_id)
+    metric_dir, output_dir = Path(metric_dir), Path(output_dir)
+    missing = [
+        f for f in (MODULE_FILE, "README.md", "requirements.txt") if not (metric_dir / f).is_file()
+    ]
+    if missing:
+        raise ValueError(f"{metric_dir}: missing {', '.join(missing)}")
+    output_dir.mkdir(parents=True)
+    for path in sorted(metric_dir.glob("*.py")):
+        target = f"{name}.py" if path.name == MODULE_FILE else path.name
+        if target == "app.py" or (path.name != MODULE_FILE and target == f"{name}.py"):
+            raise ValueError(f"{path}: its name clashes with the Space's {target}")
+        shutil.copyfile(path, output_dir / target)
+    readme = (metric_dir / "README.md").read_text(encoding="utf-8")
+    (output_dir / "README.md").write_text(_front_matter(readme), encoding="utf-8")
+    requirements = (metric_dir / "requirements.txt").read_text(encoding="utf-8")
+    (output_dir / "requirements.txt").write_text(_requirements(requirements), encoding="utf-8")
+    (output_dir / "app.py").write_text(APP_TEMPLATE.format(repo_id=repo_id), encoding="utf-8")
+    return sorted(p.name for p in output_dir.iterdir())
+
+
+def push_metric(
+    repo_id: str,
+    *,
+    metric_dir: str | Path = METRIC_DIR,
+    private: bool = False,
+    dry_run: bool = False,
+    api: Any = None,
+    out=None,
+):
+    """Builds the Space folder and uploads it in one commit.
+
+    Args:
+        repo_id: `NAMESPACE/NAME` of the Space (created with the Gradio SDK if missing).
+        metric_dir: the evaluate module's folder.
+        private: create the Space private.
+        dry_run: print the files (and the card) that would be uploaded; upload nothing.
+        api: an `HfApi`-like object (default: `HfApi()` with the usual token).
+        out: where the report goes (default stdout).
+
+    Returns:
+        The `CommitInfo`, or None on a dry run.
+    """
+    out = out or sys.stdout
+    with tempfile.TemporaryDirectory(prefix="ambigdocs-space-") as tmp:
+        folder = Path(tmp) / space_name(repo_id)
+        files = build_space_folder(repo_id, folder, metric_dir)
+        if api is None:
+            from huggingface_hub import HfApi
+
+            api = HfApi()
+        state = remote.read_repo_state(api, repo_id, REPO_TYPE, None)
+        operations: list = [CommitOperationAdd(f, str(folder / f)) for f in files]
+        operations += [
+            CommitOperationDelete(f) for f in state.files if f not in files and f not in _KEEP
+        ]
+        verb = "would publish" if dry_run else "publishing"
+        print(
+            f"{verb} the metric to Space {repo_id}" + ("" if state.exists else " (new)"), file=out
+        )
+        for line in remote.describe_operations(operations):
+            print(f"  {line}", file=out)
+        if dry_run:
+            print(
+                "README.md would be:\n" + (folder / "README.md").read_text(encoding="utf-8"),
+                file=out,
+            )
+            return None
+        info = remote.commit(
+            api,
+            repo_id,
+            REPO_TYPE,
+            state,
+            operations,
+            "Publish the AmbigDocs metric",
+            private=private,
+            space_sdk="gradio",
+        )
+    remote.report(info, out)
+    print(f'load it with: evaluate.load("{repo_id}")', file=out)
+    return info
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="ambigdocs push-metric",
+        description="Publish metric/ambigdocs_metric as a Hub Space for evaluate.load.",
+    )
+    parser.add_argument("--repo-id", required=True, help="NAMESPACE/NAME of the Space")
+    parser.add_argument("--private", action="store_true", help="create the Space private")
+    parser.add_argument("--dry-run", action="store_true", help="print what would be uploaded")
+    parser.add_argument(
+        "--metric-dir", default=str(METRIC_DIR), help="the evaluate module folder to publish"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        push_metric(
+            args.repo_id, metric_dir=args.metric_dir, private=args.private, dry_run=args.dry_run
+        )
+    except (ValueError, FileExistsError) as err:
+        print(f"ambigdocs push-metric: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:  # Hub errors (not found, offline, HTTP) are OSErrors
+        print(f"ambigdocs push-metric: the Hub call failed: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

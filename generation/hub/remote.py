@@ -1,0 +1,139 @@
+"""The few Hugging Face Hub calls `push` and `push-metric` make, in one place.
+
+Every call goes through an `HfApi`-like object (`repo_info`, `list_repo_files`,
+`hf_hub_download`, `create_repo`, `create_branch`, `create_commit`), so tests hand in a fake
+one and check exactly what would be uploaded. The token is whatever `huggingface_hub` finds
+(`HF_TOKEN`, or `hf auth login`); this module never reads, logs or prints it.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+
+
+@dataclass
+class RepoState:
+    """What a repository holds at one revision, as read before a commit.
+
+    Attributes:
+        exists: the repository exists.
+        branch_exists: the revision exists (False for a new branch: then `files` are those of
+            the default branch, which the new branch will start from).
+        sha: the commit read (passed as `parent_commit`, so a concurrent change to the
+            repository makes the commit fail instead of silently mixing two states).
+        files: the files at that commit.
+    """
+
+    exists: bool = False
+    branch_exists: bool = False
+    sha: str | None = None
+    files: list[str] = field(default_factory=list)
+
+
+def read_repo_state(api: Any, repo_id: str, repo_type: str, revision: str | None) -> RepoState:
+    """Reads whether a repository (and branch) exists and which files it has.
+
+    Args:
+        api: an `huggingface_hub.HfApi` (or a stand-in with the same methods).
+        repo_id: `NAMESPACE/NAME`.
+        repo_type: `dataset` or `space`.
+        revision: a branch, or None for the default branch.
+
+    Returns:
+        The RepoState.
+    """
+    try:
+        info = api.repo_info(repo_id, repo_type=repo_type, revision=revision)
+        branch_exists = True
+    except RevisionNotFoundError:
+        info = api.repo_info(repo_id, repo_type=repo_type)
+        branch_exists = False
+    except RepositoryNotFoundError:
+        return RepoState()
+    files = api.list_repo_files(repo_id, repo_type=repo_type, revision=info.sha)
+    return RepoState(exists=True, branch_exists=branch_exists, sha=info.sha, files=list(files))
+
+
+def read_text_file(
+    api: Any, repo_id: str, repo_type: str, state: RepoState, path: str
+) -> str | None:
+    """The text of one file of the repository at the state's commit (None if absent)."""
+    if not state.exists or path not in state.files:
+        return None
+    local = api.hf_hub_download(repo_id, path, repo_type=repo_type, revision=state.sha)
+    return Path(local).read_text(encoding="utf-8")
+
+
+def describe_operations(operations: list) -> list[str]:
+    """One line per operation: `+ path (N bytes)` or `- path`, for dry runs and logs."""
+    lines = []
+    for op in operations:
+        if isinstance(op, CommitOperationAdd):
+            src = op.path_or_fileobj
+            size = len(src) if isinstance(src, bytes) else Path(src).stat().st_size
+            lines.append(f"+ {op.path_in_repo} ({size:,} bytes)")
+        elif isinstance(op, CommitOperationDelete):
+            lines.append(f"- {op.path_in_repo}")
+    return lines
+
+
+def commit(
+    api: Any,
+    repo_id: str,
+    repo_type: str,
+    state: RepoState,
+    operations: list,
+    message: str,
+    *,
+    private: bool = False,
+    revision: str | None = None,
+    create_pr: bool = False,
+    space_sdk: str | None = None,
+):
+    """Creates the repository or branch if needed, then makes one commit.
+
+    Args:
+        api: an `HfApi`-like object.
+        repo_id: `NAMESPACE/NAME`.
+        repo_type: `dataset` or `space`.
+        state: what `read_repo_state` found (its sha is the parent commit).
+        operations: `CommitOperationAdd` / `CommitOperationDelete` items.
+        message: the commit message.
+        private: create the repository private (an existing one keeps its visibility).
+        revision: the branch to commit to (created from the default branch if missing);
+            None: the default branch.
+        create_pr: open a pull request instead of committing to the branch.
+        space_sdk: the SDK of a new Space (`gradio`).
+
+    Returns:
+        The `CommitInfo` (`commit_url`, `pr_url`).
+    """
+    if not state.exists:
+        kwargs = {"space_sdk": space_sdk} if space_sdk else {}
+        api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, **kwargs)
+    if revision and not state.branch_exists and not create_pr:
+        api.create_branch(repo_id, repo_type=repo_type, branch=revision, exist_ok=True)
+    return api.create_commit(
+        repo_id,
+        operations,
+        commit_message=message,
+        repo_type=repo_type,
+        revision=revision if (state.branch_exists or not create_pr) else None,
+        create_pr=create_pr,
+        # A new repository or branch has no parent to pin.
+        parent_commit=state.sha if (state.exists and state.branch_exists) else None,
+    )
+
+
+def report(info: Any, out=None) -> None:
+    """Prints where the commit landed (never the token)."""
+    out = out or sys.stdout
+    url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None)
+    if url:
+        print(f"committed: {url}", file=out)
