@@ -442,8 +442,10 @@ def validate_inputs(
             if ctx is None:
                 continue
             for j, d in enumerate(ctx):
+                if not (isinstance(d, dict) or isinstance(d, Mapping)):
+                    raise ValueError(f"{_where(i, parsed[i].qid)}: contexts[{j}] is not an object")
                 for field in ("title", "text"):
-                    if not isinstance(d, Mapping) or not isinstance(d.get(field), str):
+                    if not isinstance(d.get(field), str):
                         raise ValueError(
                             f"{_where(i, parsed[i].qid)}: contexts[{j}] field {field!r} "
                             "must be a string"
