@@ -1,0 +1,273 @@
+"""The entailment check of the data pipeline (pipeline.md sections 3 and 4, paper B.2 and 3.3).
+
+An answer `a` found in passage `d` (title `t`) for the question `q_sn` is kept when:
+
+1. `q_DE` = `q_sn` with the surface name replaced by the entity title `t`;
+2. a question converter (`domenicrosati/question_converter-3b`, a T5) turns `"{q_DE} </s> {a}"`
+   into a declarative statement (the hypothesis);
+3. the TRUE NLI model (`google/t5_xxl_true_nli_mixture`) reads
+   `"premise: {t} | {d} hypothesis: {statement}"` and outputs `1`. An NLI input longer than
+   328 tokens is not run at all and counts as not entailed (what the authors did).
+
+Both models are seq2seq models driven by `Seq2SeqGenerator`: greedy, batched, batches of similar
+token length (the same batching as the causal back-end, `generation.backends.hf`). The `filter`
+and `expand` stages only depend on the small `EntailmentChecker` interface, so tests (or another
+NLI method) can plug in their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from generation.backends.hf import length_sorted_batches, pick_device, pick_dtype
+from generation.prompts import strip_disambiguation
+
+DEFAULT_CONVERTER = "domenicrosati/question_converter-3b"
+DEFAULT_NLI = "google/t5_xxl_true_nli_mixture"
+# The authors skip (count as not entailed) NLI inputs longer than this many tokens.
+MAX_NLI_TOKENS = 328
+# The converter writes one sentence; 64 new tokens leave room for long answers.
+CONVERTER_MAX_NEW_TOKENS = 64
+
+
+def disambiguate_question(question: str, surface_name: str, entity_title: str) -> str:
+    """`q_DE`: the question with the surface name replaced by the entity title.
+
+    The surface name loses a trailing `(disambiguation)` first (paper C.1); the replacement is
+    exact (case-sensitive) and replaces every occurrence, like `str.replace`.
+    """
+    return question.replace(strip_disambiguation(surface_name), entity_title)
+
+
+def converter_input(question_de: str, answer: str) -> str:
+    """The question converter's input: `"{q_DE} </s> {answer}"`."""
+    return f"{question_de} </s> {answer}"
+
+
+def nli_input(title: str, text: str, statement: str) -> str:
+    """The TRUE NLI model's input: `"premise: {title} | {text} hypothesis: {statement}"`."""
+    return f"premise: {title} | {text} hypothesis: {statement}"
+
+
+@dataclass(frozen=True)
+class EntailmentItem:
+    """One answer to check against its passage.
+
+    Attributes:
+        question: the disambiguated question `q_DE`.
+        answer: the answer to check.
+        title: the passage's title (the entity).
+        text: the passage (the premise).
+    """
+
+    question: str
+    answer: str
+    title: str
+    text: str
+
+
+@dataclass
+class EntailmentResult:
+    """What the check found for one item.
+
+    Attributes:
+        entailed: the NLI model output `1` (False when the input was too long).
+        statement: the converter's declarative hypothesis.
+        too_long: the NLI input exceeded the token limit, so the model was not run.
+    """
+
+    entailed: bool
+    statement: str
+    too_long: bool = False
+
+
+class EntailmentChecker(Protocol):
+    """Anything that decides, for a batch of items, whether each answer is entailed."""
+
+    def check(self, items: Sequence[EntailmentItem]) -> list[EntailmentResult]: ...
+
+
+class Seq2SeqGenerator:
+    """Greedy, batched generation with a transformers encoder-decoder model (T5).
+
+    Args:
+        model: a local folder or Hub id of a seq2seq model and its tokenizer.
+        batch_size: inputs per `generate` call; batches group inputs of similar length.
+        dtype: `auto` (bfloat16/float16 on accelerators, float32 on CPU) or a dtype name.
+        device: `cuda`, `cpu`, ...; default the first available.
+        show_progress: a tqdm bar over batches.
+
+    Raises:
+        ValueError: batch_size < 1 or an unknown dtype.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        batch_size: int = 16,
+        dtype: str | None = "auto",
+        device: str | None = None,
+        show_progress: bool = False,
+    ):
+        import torch
+        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.model_name = str(model)
+        self.batch_size = batch_size
+        self.show_progress = show_progress
+        self.device = pick_device(device)
+        self.tokenizer = AutoTokenizer.from_pretrained(self.model_name)
+        # Encoder inputs are padded on the right (T5 was trained so; the mask hides the pads).
+        self.tokenizer.padding_side = "right"
+        self.model = (
+            AutoModelForSeq2SeqLM.from_pretrained(
+                self.model_name, dtype=pick_dtype(dtype, self.device)
+            )
+            .to(self.device)
+            .eval()
+        )
+        self._torch = torch
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids per text, with the tokenizer's special tokens (T5 appends `</s>`)."""
+        return [self.tokenizer(t)["input_ids"] for t in texts]
+
+    def generate_ids(self, encoded: Sequence[list[int]], max_new_tokens: int) -> list[str]:
+        """Greedy outputs for already tokenised inputs, decoded, in input order."""
+        results: list[str | None] = [None] * len(encoded)
+        batches = length_sorted_batches([len(x) for x in encoded], self.batch_size)
+        if self.show_progress:
+            from tqdm.auto import tqdm
+
+            batches = tqdm(batches, desc=f"generate ({self.model_name})", unit="batch")
+        for batch in batches:
+            padded = self.tokenizer.pad(
+                {"input_ids": [encoded[i] for i in batch]}, padding=True, return_tensors="pt"
+            )
+            with self._torch.inference_mode():
+                out = self.model.generate(
+                    input_ids=padded["input_ids"].to(self.device),
+                    attention_mask=padded["attention_mask"].to(self.device),
+                    max_new_tokens=max_new_tokens,
+                    do_sample=False,
+                    num_beams=1,
+                    temperature=None,
+                    top_p=None,
+                    top_k=None,
+                )
+            for i, text in zip(
+                batch, self.tokenizer.batch_decode(out, skip_special_tokens=True), strict=True
+            ):
+                results[i] = text.strip()
+        return results  # type: ignore[return-value]
+
+    def generate(self, texts: Sequence[str], max_new_tokens: int) -> list[str]:
+        """Greedy outputs for `texts`, decoded without special tokens, in input order."""
+        return self.generate_ids(self.encode(texts), max_new_tokens)
+
+
+class ModelEntailmentChecker:
+    """The authors' check: question converter, then TRUE NLI (see the module docstring).
+
+    Args:
+        converter: the converter's generator (or any object with `generate(texts, n)`).
+        nli: the NLI model's generator (needs `encode` and `generate_ids` as well).
+        max_nli_tokens: NLI inputs with more tokens than this count as not entailed.
+        converter_max_new_tokens: the converter's generation budget.
+    """
+
+    def __init__(
+        self,
+        converter: Seq2SeqGenerator,
+        nli: Seq2SeqGenerator,
+        *,
+        max_nli_tokens: int | None = MAX_NLI_TOKENS,
+        converter_max_new_tokens: int = CONVERTER_MAX_NEW_TOKENS,
+    ):
+        self.converter = converter
+        self.nli = nli
+        self.max_nli_tokens = max_nli_tokens
+        self.converter_max_new_tokens = converter_max_new_tokens
+
+    def check(self, items: Sequence[EntailmentItem]) -> list[EntailmentResult]:
+        """Converts each (q_DE, answer) to a statement and asks the NLI model about it.
+
+        Returns:
+            One result per item, in input order.
+        """
+        if not items:
+            return []
+        statements = self.converter.generate(
+            [converter_input(it.question, it.answer) for it in items],
+            self.converter_max_new_tokens,
+        )
+        encoded = self.nli.encode(
+            [nli_input(it.title, it.text, s) for it, s in zip(items, statements, strict=True)]
+        )
+        limit = self.max_nli_tokens
+        run = [i for i, ids in enumerate(encoded) if limit is None or len(ids) <= limit]
+        # The TRUE model answers "1" (entailed) or "0"; two tokens cover "1" and its EOS.
+        verdicts = dict(zip(run, self.nli.generate_ids([encoded[i] for i in run], 2), strict=True))
+        return [
+            EntailmentResult(
+                entailed=verdicts.get(i) == "1", statement=statements[i], too_long=i not in verdicts
+            )
+            for i in range(len(items))
+        ]
+
+
+class LazyEntailmentChecker:
+    """Loads the converter and NLI model on the first `check`, so that a run (or a resumed run)
+    with nothing to check never loads 14B parameters.
+
+    Args:
+        **options: the arguments of `load_entailment_checker`.
+    """
+
+    def __init__(self, **options):
+        self.options = options
+        self._checker: ModelEntailmentChecker | None = None
+
+    def check(self, items: Sequence[EntailmentItem]) -> list[EntailmentResult]:
+        if not items:
+            return []
+        if self._checker is None:
+            self._checker = load_entailment_checker(**self.options)
+        return self._checker.check(items)
+
+
+def load_entailment_checker(
+    converter_model: str = DEFAULT_CONVERTER,
+    nli_model: str = DEFAULT_NLI,
+    *,
+    batch_size: int = 16,
+    dtype: str | None = "auto",
+    device: str | None = None,
+    max_nli_tokens: int | None = MAX_NLI_TOKENS,
+    converter_max_new_tokens: int = CONVERTER_MAX_NEW_TOKENS,
+    show_progress: bool = False,
+) -> ModelEntailmentChecker:
+    """Loads the converter and the NLI model (both stay loaded; ~28 GB for 3B + 11B in bf16).
+
+    Args:
+        converter_model: id or folder of the question converter.
+        nli_model: id or folder of the NLI model.
+        batch_size: inputs per `generate` call, for both models.
+        dtype: see `Seq2SeqGenerator`.
+        device: see `Seq2SeqGenerator`.
+        max_nli_tokens: the too-long limit (None: no limit).
+        converter_max_new_tokens: the converter's generation budget.
+        show_progress: tqdm bars over batches.
+    """
+    options = dict(batch_size=batch_size, dtype=dtype, device=device, show_progress=show_progress)
+    return ModelEntailmentChecker(
+        Seq2SeqGenerator(converter_model, **options),
+        Seq2SeqGenerator(nli_model, **options),
+        max_nli_tokens=max_nli_tokens,
+        converter_max_new_tokens=converter_max_new_tokens,
+    )

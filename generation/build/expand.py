@@ -1,0 +1,415 @@
+"""`ambigdocs build expand`: answers from the page's other entities (pipeline.md section 4).
+
+    ambigdocs build expand --input filtered.jsonl --output expanded.jsonl \\
+        --passages psgs_w100.tsv --disambiguation map.json \\
+        --backend hf --model meta-llama/Llama-2-13b-hf
+
+Inputs:
+    --input: the `filter` stage's output; only lines with `status: ok` are expanded (the others
+        are counted in the statistics and left out).
+    --passages, --disambiguation: the same passage TSV and map as the `seed` stage. The page's
+        entities come from the map (`surface_name` is the page title as in the map) and their
+        passages are chosen exactly as for the seed pair (`generation.build.seed`: at most
+        `--max-passages` passages, then without the last one), streamed from the TSV with
+        `generation.build.passages.collect_passages`, holding only the titles needed.
+
+Output (JSONL, or Parquet by extension), one line per expanded question, in input order:
+
+    {"surface_name": "Judge Day",
+     "question": "What is the state where Judge Day was born?",
+     "documents": [{"pid", "title", "text", "answer"}, ...],  # the two seed answers first, then
+                                                            # one per added entity, page order
+     "answer_scores": [null, null, 0.07, ...],              # mean NLL of added answers
+     "expansion": {"candidates", "unformatted", "above_threshold", "not_entailed", "added"}}
+
+The rule, as the authors ran it (defaults): for every entity of the page other than the two seed
+entities, and each of its passages, the Figure 10 prompt (`render_expansion_prompt`, with the
+question `q_sn`) is decoded greedily (at most `--max-new-tokens` 50) through the shared back-ends;
+the answer is the first line of the (stripped) output with one final period removed, dropped if
+empty or if splitting it on `.` gives more than four pieces. Its score is the back-end's
+`Generation.mean_nll` (the length-normalised negative log-likelihood of the generated tokens). An
+answer is kept when its score is below `--threshold` (0.2) and the entailment check
+(`generation.build.entailment`, with `q_DE` = the question with the surface name replaced by the
+entity title, and the passage as premise) passes; per entity the passage with the lowest score
+wins (the first in file order on a tie). Only answers under the threshold are sent to the NLI
+models, which changes nothing in the result and saves most of their work.
+
+Questions are processed in chunks of `--chunk-size`; every finished chunk is saved
+(`<output>.partial.jsonl`), so a rerun after a crash continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from generation.backends.base import BACKENDS, Backend, load_backend
+from generation.build import seed as seed_stage
+from generation.build.entailment import (
+    EntailmentChecker,
+    EntailmentItem,
+    disambiguate_question,
+)
+from generation.build.filters import add_entailment_options, checker_from_args, entailment_settings
+from generation.build.passages import collect_passages
+from generation.build.progress import chunks, finish_progress, open_progress
+from generation.build.questions import parse_backend_options
+from generation.build.stage_io import read_stage, write_stage
+from generation.io_utils import read_records
+from generation.prompts import render_expansion_prompt
+
+THRESHOLD = 0.2
+MAX_NEW_TOKENS = 50
+MAX_ANSWER_PIECES = 4
+
+
+def clean_answer(text: str, max_pieces: int = MAX_ANSWER_PIECES) -> str | None:
+    """The expansion answer in a generation, or None when it is dropped.
+
+    The first line of the stripped text, with one final period removed; None when that is empty
+    or splits on `.` into more than `max_pieces` pieces.
+    """
+    answer = text.strip().split("\n")[0].strip()
+    if answer.endswith("."):
+        answer = answer[:-1].strip()
+    if not answer or len(answer.split(".")) > max_pieces:
+        return None
+    return answer
+
+
+def other_entities(page_titles: Sequence[str], seed_titles: Sequence[str]) -> list[str]:
+    """The page's entities other than the seed ones, in page order, each once."""
+    seen = set(seed_titles)
+    out = []
+    for title in page_titles:
+        if title not in seen:
+            seen.add(title)
+            out.append(title)
+    return out
+
+
+def _validate(rows: Sequence[Mapping], mapping: Mapping, source: str) -> None:
+    seen = set()
+    for i, row in enumerate(rows):
+        sn = row.get("surface_name")
+        where = f"{source}: row {i} ({sn!r})"
+        if not isinstance(sn, str) or not sn:
+            raise ValueError(f"{source}: row {i}: field 'surface_name' must be a non-empty string")
+        if sn in seen:
+            raise ValueError(f"{where}: field 'surface_name' occurs twice")
+        seen.add(sn)
+        if "status" not in row:
+            raise ValueError(f"{where}: field 'status' missing (expand reads the filter output)")
+        if row["status"] != "ok":
+            continue
+        if sn not in mapping:
+            raise ValueError(f"{where}: field 'surface_name' is not a page of the map")
+        if not isinstance(row.get("question"), str):
+            raise ValueError(f"{where}: field 'question' must be a string")
+        answers, docs = row.get("answers"), row.get("documents")
+        if not isinstance(docs, list) or not isinstance(answers, list) or len(docs) != len(answers):
+            raise ValueError(f"{where}: fields 'documents' and 'answers' must be lists of one size")
+        for k, doc in enumerate(docs):
+            for field in ("pid", "title", "text"):
+                if not isinstance(doc, Mapping) or field not in doc:
+                    raise ValueError(f"{where}: field 'documents[{k}].{field}' missing")
+
+
+def expand_rows(
+    rows: Sequence[Mapping],
+    page_entities: Mapping[str, Sequence[str]],
+    passages: Mapping[str, Sequence[tuple[str, str]]],
+    backend: Backend,
+    checker: EntailmentChecker | None,
+    *,
+    threshold: float = THRESHOLD,
+    max_new_tokens: int = MAX_NEW_TOKENS,
+    prompt_format: str = "plain",
+    exemplars: Sequence[Mapping] | None = None,
+) -> list[dict]:
+    """Expands the answer set of each row (one back-end call and one NLI call for all of them).
+
+    Args:
+        rows: filter lines with status ok.
+        page_entities: page title -> entity titles (the disambiguation map).
+        passages: entity title -> [(pid, text), ...] (already the seed stage's selection).
+        backend: the QA model; must fill `mean_nll` when asked (`return_scores=True`).
+        checker: the entailment check; None keeps every answer under the threshold.
+        threshold: answers must score strictly below this mean NLL.
+        max_new_tokens: generation budget per passage.
+        prompt_format: `plain` or `chat` (see `render_expansion_prompt`).
+        exemplars: replace the Figure 10 exemplar (`title`, `text`, `question`, `answer`).
+
+    Returns:
+        The output lines (see the module docstring), in the order of `rows`.
+
+    Raises:
+        ValueError: the back-end returned no score.
+    """
+    tasks = []  # (row index, entity, pid, text)
+    for r, row in enumerate(rows):
+        seeds = [d["title"] for d in row["documents"]]
+        for entity in other_entities(page_entities[row["surface_name"]], seeds):
+            for pid, text in passages.get(entity, ()):
+                tasks.append((r, entity, pid, text))
+    prompts = [
+        render_expansion_prompt(
+            entity, text, rows[r]["question"], prompt_format=prompt_format, exemplars=exemplars
+        )
+        for r, entity, _, text in tasks
+    ]
+    generations = backend.generate(prompts, max_new_tokens=max_new_tokens, return_scores=True)
+    counts = [Counter(candidates=0, unformatted=0, above_threshold=0, not_entailed=0) for _ in rows]
+    under = []  # (task index, answer, score)
+    for t, ((r, _, _, _), gen) in enumerate(zip(tasks, generations, strict=True)):
+        counts[r]["candidates"] += 1
+        if gen.mean_nll is None:
+            raise ValueError(f"back-end {backend.name!r} returned no score (mean_nll)")
+        answer = clean_answer(gen.text)
+        if answer is None:
+            counts[r]["unformatted"] += 1
+        elif not gen.mean_nll < threshold:
+            counts[r]["above_threshold"] += 1
+        else:
+            under.append((t, answer, gen.mean_nll))
+    if checker is not None and under:
+        items = []
+        for t, answer, _ in under:
+            r, entity, _, text = tasks[t]
+            question = disambiguate_question(rows[r]["question"], rows[r]["surface_name"], entity)
+            items.append(EntailmentItem(question=question, answer=answer, title=entity, text=text))
+        verdicts = [res.entailed for res in checker.check(items)]
+    else:
+        verdicts = [True] * len(under)
+    best: list[dict[str, tuple[float, str, str, str]]] = [{} for _ in rows]
+    for (t, answer, score), entailed in zip(under, verdicts, strict=True):
+        r, entity, pid, text = tasks[t]
+        if not entailed:
+            counts[r]["not_entailed"] += 1
+        elif entity not in best[r] or score < best[r][entity][0]:
+            best[r][entity] = (score, pid, text, answer)
+    out = []
+    for r, row in enumerate(rows):
+        documents = [
+            {"pid": d["pid"], "title": d["title"], "text": d["text"], "answer": a}
+            for d, a in zip(row["documents"], row["answers"], strict=True)
+        ]
+        scores: list[float | None] = [None] * len(documents)
+        seeds = [d["title"] for d in row["documents"]]
+        for entity in other_entities(page_entities[row["surface_name"]], seeds):
+            if entity in best[r]:
+                score, pid, text, answer = best[r][entity]
+                documents.append({"pid": pid, "title": entity, "text": text, "answer": answer})
+                scores.append(score)
+        counts[r]["added"] = len(documents) - len(row["documents"])
+        out.append(
+            {
+                "surface_name": row["surface_name"],
+                "question": row["question"],
+                "documents": documents,
+                "answer_scores": scores,
+                "expansion": dict(counts[r]),
+            }
+        )
+    return out
+
+
+def run(
+    input_path: str,
+    output_path: str,
+    backend: Backend,
+    *,
+    passages: str,
+    disambiguation: str,
+    checker: EntailmentChecker | None,
+    threshold: float = THRESHOLD,
+    max_new_tokens: int = MAX_NEW_TOKENS,
+    prompt_format: str = "plain",
+    exemplars: Sequence[Mapping] | None = None,
+    max_passages: int = 20,
+    chunk_size: int = 16,
+    restart: bool = False,
+    settings: Mapping | None = None,
+    show_progress: bool = True,
+) -> dict:
+    """Runs the expand stage (see the module docstring for the schemas and the rule).
+
+    Args:
+        input_path: the filter stage's output.
+        output_path: this stage's output (JSONL, or Parquet by extension).
+        backend: the QA model.
+        passages: the DPR passage TSV.
+        disambiguation: the map JSON `{page: [entity titles]}`.
+        checker: the entailment check (None: `--no-entailment`).
+        threshold: the mean-NLL threshold (authors: 0.2).
+        max_new_tokens: generation budget (authors: 50).
+        prompt_format: `plain` (default) or `chat`.
+        exemplars: replace the Figure 10 exemplar.
+        max_passages: entities with more passages have none (as in the seed stage; 20).
+        chunk_size: questions per step; each finished step is saved.
+        restart: ignore an interrupted run's saved steps.
+        settings: what else decides the outputs (model ids, ...), checked on resume.
+        show_progress: progress bars.
+
+    Returns:
+        The saved statistics.
+
+    Raises:
+        ValueError: bad input lines (naming the line and field), or resuming with other settings.
+    """
+    rows = read_stage(input_path)
+    mapping = seed_stage.read_disambiguation_map(disambiguation)
+    _validate(rows, mapping, str(input_path))
+    ok = [r for r in rows if r["status"] == "ok"]
+    run_settings = {
+        "threshold": threshold,
+        "max_new_tokens": max_new_tokens,
+        "prompt_format": prompt_format,
+        "exemplars": exemplars,
+        "max_passages": max_passages,
+        "entailment": checker is not None,
+        **dict(settings or {}),
+    }
+    progress = open_progress(
+        output_path, lambda r: r["surface_name"], run_settings, restart=restart
+    )
+    todo = [r for r in ok if r["surface_name"] not in progress.done]
+    if todo:
+        needed = set()
+        for row in todo:
+            seeds = [d["title"] for d in row["documents"]]
+            needed.update(other_entities(mapping[row["surface_name"]], seeds))
+        collected, _ = collect_passages(passages, needed, max_passages, show_progress)
+        entity_passages = seed_stage.entity_passages(collected)
+        batches = chunks(todo, chunk_size)
+        if show_progress:
+            from tqdm.auto import tqdm
+
+            batches = tqdm(batches, desc="expand", unit="chunk")
+        for batch in batches:
+            progress.append(
+                expand_rows(
+                    batch,
+                    mapping,
+                    entity_passages,
+                    backend,
+                    checker,
+                    threshold=threshold,
+                    max_new_tokens=max_new_tokens,
+                    prompt_format=prompt_format,
+                    exemplars=exemplars,
+                )
+            )
+    by_key = {r["surface_name"]: r for r in progress.records}
+    out = [by_key[r["surface_name"]] for r in ok]
+    stats = _stats(rows, out)
+    stats["entailment"] = "skipped" if checker is None else "checked"
+    saved = write_stage(output_path, out, stats, stage="expand")
+    finish_progress(output_path, progress)
+    return saved
+
+
+def _stats(rows: Sequence[Mapping], out: Sequence[Mapping]) -> dict:
+    """Counts of the expansion, and the answers-per-question distribution (paper Table 1)."""
+    totals = Counter()
+    for r in out:
+        totals.update(r["expansion"])
+    per_question = Counter(len(r["documents"]) for r in out)
+    return {
+        "input_lines": len(rows),
+        "skipped_not_ok": len(rows) - len(out),
+        "questions": len(out),
+        "answers": sum(len(r["documents"]) for r in out),
+        **{f"expansion_{k}": totals[k] for k in ("candidates", "unformatted", "above_threshold")},
+        "expansion_not_entailed": totals["not_entailed"],
+        "expansion_added": totals["added"],
+        **{f"questions_with_{n}_answers": per_question[n] for n in sorted(per_question)},
+    }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ambigdocs build expand",
+        description="Answer set expansion over the page's other entities (pipeline.md section 4).",
+    )
+    p.add_argument("--input", required=True, help="filter stage output")
+    p.add_argument("--output", required=True, help="output file (.jsonl or .parquet)")
+    p.add_argument("--passages", required=True, help="DPR passage TSV (id, text, title)")
+    p.add_argument("--disambiguation", required=True, help="map JSON {page: [entity titles]}")
+    p.add_argument("--backend", choices=sorted(BACKENDS), required=True, help="model back-end")
+    p.add_argument("--model", required=True, help="QA model (the authors: Llama-2-13b)")
+    p.add_argument("--adapter", help="PEFT adapter (hf, vllm)")
+    p.add_argument("--exemplars", help="JSON/JSONL exemplars (title, text, question, answer)")
+    p.add_argument("--prompt-format", choices=["plain", "chat"], default="plain")
+    p.add_argument("--threshold", type=float, default=THRESHOLD, help="keep mean NLL below this")
+    p.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS)
+    p.add_argument("--max-passages", type=int, default=20, help="as in the seed stage")
+    p.add_argument("--batch-size", type=int, help="back-end batch size (hf, vllm)")
+    p.add_argument(
+        "--backend-option", action="append", default=[], metavar="KEY=VALUE",
+        help="extra back-end option, e.g. dtype=bfloat16; repeatable",
+    )  # fmt: skip
+    p.add_argument("--chunk-size", type=int, default=16, help="questions saved per step")
+    add_entailment_options(p)
+    p.add_argument("--restart", action="store_true", help="discard an interrupted run's work")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    return p
+
+
+def load_expansion_exemplars(path: str) -> list[dict]:
+    """Reads an expansion exemplar file (JSON array or JSONL of `title`, `text`, `question`,
+    `answer`).
+
+    Raises:
+        ValueError: an exemplar lacks one of the fields (naming the exemplar and the field).
+    """
+    exemplars = read_records(path)
+    for i, ex in enumerate(exemplars):
+        for field in ("title", "text", "question", "answer"):
+            if not isinstance(ex.get(field), str):
+                raise ValueError(f"{path}: exemplar {i}: field {field!r} must be a string")
+    return exemplars
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    options = parse_backend_options(args.backend_option)
+    if args.batch_size is not None:
+        options["batch_size"] = args.batch_size
+    if args.adapter:
+        options["adapter"] = args.adapter
+    exemplars = load_expansion_exemplars(args.exemplars) if args.exemplars else None
+    checker = None if args.no_entailment else checker_from_args(args)
+    backend = load_backend(args.backend, args.model, **options)
+    try:
+        run(
+            args.input,
+            args.output,
+            backend,
+            passages=args.passages,
+            disambiguation=args.disambiguation,
+            checker=checker,
+            threshold=args.threshold,
+            max_new_tokens=args.max_new_tokens,
+            prompt_format=args.prompt_format,
+            exemplars=exemplars,
+            max_passages=args.max_passages,
+            chunk_size=args.chunk_size,
+            restart=args.restart,
+            settings={
+                "backend": args.backend,
+                "model": args.model,
+                "adapter": args.adapter,
+                **({} if args.no_entailment else entailment_settings(args)),
+            },
+            show_progress=not args.no_progress,
+        )
+    finally:
+        backend.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

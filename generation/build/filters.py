@@ -1,0 +1,342 @@
+"""`ambigdocs build filter`: the three filters of pipeline.md section 3 (paper B.2, Table 5).
+
+    ambigdocs build filter --input questions.jsonl --output filtered.jsonl
+    ambigdocs build filter --input questions.jsonl --output filtered.jsonl --no-entailment
+
+Input: the `questions` stage's output (`surface_name`, `documents` [two, with `title`, `text`],
+`question`, `answers`). Output: every input line, in input order, plus
+    "status":        ok | not_formatted | not_ambiguous | not_entailed (the first filter that
+                     fails; nothing is dropped),
+    "filter_reason": which rule fired (e.g. "answer_contains_other"), null when ok,
+    "entailment":    for lines that reached the third filter, per answer
+                     {"statement", "entailed", "too_long"}; null otherwise.
+Statistics (`<output>.stats.json`): counts and fractions per status (Table 5) and per reason.
+
+The filters, in order (the surface name `sn` without a trailing `(disambiguation)`; `t1`, `t2`
+the two passage titles; string tests are case-sensitive substring tests unless said otherwise):
+
+1. not_formatted: `question` or `answers` missing (the output did not parse, see
+   `generation.build.questions.parse_question_output`), or an answer split on `.` gives more
+   than four pieces.
+2. not_ambiguous, the first rule that applies:
+   - `sn` not in the question while both `t1` and `t2` are;
+   - `sn` in the question and also `t1` or `t2` (a title equal to `sn` is not counted: a
+     question that names `sn` names it necessarily);
+   - the question contains `mention`, `entity`, `context` or `passage`;
+   - an answer contains `passage` or `mention`;
+   - one answer contains the other (case-insensitive);
+   - the word-set IoU of the answers (split on whitespace) is > 0.75.
+3. not_entailed: for each answer, the converter + TRUE NLI check of
+   `generation.build.entailment` with `q_DE` (question with `sn` replaced by the passage title)
+   against that answer's passage; both answers must pass. Model ids, batch size and the
+   328-token limit are options; `--no-entailment` skips this filter (lines that pass 1 and 2 are
+   then `ok`, and the statistics say `entailment: skipped`).
+
+The entailment models run over chunks of lines; every finished chunk is saved
+(`<output>.partial.jsonl`), so a rerun after a crash continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from generation.build.entailment import (
+    CONVERTER_MAX_NEW_TOKENS,
+    DEFAULT_CONVERTER,
+    DEFAULT_NLI,
+    MAX_NLI_TOKENS,
+    EntailmentChecker,
+    EntailmentItem,
+    LazyEntailmentChecker,
+    disambiguate_question,
+)
+from generation.build.progress import chunks, finish_progress, open_progress
+from generation.build.stage_io import read_stage, status_counts, write_stage
+from generation.prompts import strip_disambiguation
+
+STATUSES = ("ok", "not_formatted", "not_ambiguous", "not_entailed")
+QUESTION_PROMPT_WORDS = ("mention", "entity", "context", "passage")
+ANSWER_PROMPT_WORDS = ("passage", "mention")
+MAX_ANSWER_PIECES = 4
+MAX_ANSWER_IOU = 0.75
+
+
+def too_many_sentences(answer: str, max_pieces: int = MAX_ANSWER_PIECES) -> bool:
+    """Whether `answer.split('.')` gives more than `max_pieces` pieces (the authors' rule)."""
+    return len(answer.split(".")) > max_pieces
+
+
+def word_iou(a: str, b: str) -> float:
+    """Intersection over union of the whitespace-separated word sets of `a` and `b`."""
+    sa, sb = set(a.split()), set(b.split())
+    union = sa | sb
+    return len(sa & sb) / len(union) if union else 0.0
+
+
+def format_problem(question, answers) -> str | None:
+    """The first filter: the reason a line is not formatted, or None.
+
+    Returns:
+        `unparsed` (no question or not two answers) or `answer_too_long`, or None.
+    """
+    if not isinstance(question, str) or not question.strip():
+        return "unparsed"
+    if not isinstance(answers, list) or len(answers) != 2:
+        return "unparsed"
+    if not all(isinstance(a, str) and a.strip() for a in answers):
+        return "unparsed"
+    if any(too_many_sentences(a) for a in answers):
+        return "answer_too_long"
+    return None
+
+
+def ambiguity_problem(
+    question: str, answers: Sequence[str], surface_name: str, titles: Sequence[str]
+) -> str | None:
+    """The second filter: the reason the question is not ambiguous, or None.
+
+    Args:
+        question: the generated question.
+        answers: the two answers.
+        surface_name: the page title (a trailing `(disambiguation)` is dropped here).
+        titles: the two passage titles (the disambiguated entities).
+
+    Returns:
+        One of `names_both_entities`, `names_an_entity`, `question_prompt_word`,
+        `answer_prompt_word`, `answer_contains_other`, `answers_too_similar`; or None.
+    """
+    sn = strip_disambiguation(surface_name)
+    has_sn = sn in question
+    if not has_sn and all(t in question for t in titles):
+        return "names_both_entities"
+    if has_sn and any(t in question for t in titles if t != sn):
+        return "names_an_entity"
+    if any(w in question for w in QUESTION_PROMPT_WORDS):
+        return "question_prompt_word"
+    if any(w in a for a in answers for w in ANSWER_PROMPT_WORDS):
+        return "answer_prompt_word"
+    a1, a2 = (a.lower() for a in answers)
+    if a1 in a2 or a2 in a1:
+        return "answer_contains_other"
+    if word_iou(answers[0], answers[1]) > MAX_ANSWER_IOU:
+        return "answers_too_similar"
+    return None
+
+
+def entailment_items(row: Mapping) -> list[EntailmentItem]:
+    """The two (q_DE, answer, passage) checks of one line."""
+    return [
+        EntailmentItem(
+            question=disambiguate_question(row["question"], row["surface_name"], doc["title"]),
+            answer=answer,
+            title=doc["title"],
+            text=doc["text"],
+        )
+        for doc, answer in zip(row["documents"], row["answers"], strict=True)
+    ]
+
+
+def _validate(rows: Sequence[Mapping], source: str) -> None:
+    seen = set()
+    for i, row in enumerate(rows):
+        sn = row.get("surface_name")
+        where = f"{source}: row {i} ({sn!r})"
+        if not isinstance(sn, str) or not sn:
+            raise ValueError(f"{source}: row {i}: field 'surface_name' must be a non-empty string")
+        if sn in seen:
+            raise ValueError(f"{where}: field 'surface_name' occurs twice")
+        seen.add(sn)
+        if "question" not in row or "answers" not in row:
+            raise ValueError(
+                f"{where}: fields 'question' and 'answers' missing (not a questions file?)"
+            )
+        docs = row.get("documents")
+        if not isinstance(docs, list) or len(docs) != 2:
+            raise ValueError(f"{where}: field 'documents' must be a list of two passages")
+        for k, doc in enumerate(docs):
+            for field in ("title", "text"):
+                if not isinstance(doc, Mapping) or not isinstance(doc.get(field), str):
+                    raise ValueError(f"{where}: field 'documents[{k}].{field}' missing")
+
+
+def classify_without_entailment(row: Mapping) -> tuple[str, str | None]:
+    """(status, reason) after the first two filters; `ok` means the line goes on to the third."""
+    reason = format_problem(row["question"], row["answers"])
+    if reason:
+        return "not_formatted", reason
+    titles = [d["title"] for d in row["documents"]]
+    reason = ambiguity_problem(row["question"], row["answers"], row["surface_name"], titles)
+    if reason:
+        return "not_ambiguous", reason
+    return "ok", None
+
+
+def run(
+    input_path: str,
+    output_path: str,
+    *,
+    checker: EntailmentChecker | None,
+    chunk_size: int = 64,
+    restart: bool = False,
+    settings: Mapping | None = None,
+    show_progress: bool = True,
+) -> dict:
+    """Gives every line of `input_path` a status and writes them all to `output_path`.
+
+    Args:
+        input_path: the questions stage's output.
+        output_path: this stage's output (JSONL, or Parquet by extension).
+        checker: the entailment check; None skips the third filter (`--no-entailment`).
+        chunk_size: lines per entailment step; each finished step is saved.
+        restart: ignore an interrupted run's saved steps.
+        settings: what decides the entailment results (model ids, ...), checked on resume.
+        show_progress: a tqdm bar over entailment steps.
+
+    Returns:
+        The saved statistics.
+
+    Raises:
+        ValueError: a bad input line (naming it and the field), or resuming with other settings.
+    """
+    rows = read_stage(input_path)
+    _validate(rows, str(input_path))
+    out = []
+    for row in rows:
+        status, reason = classify_without_entailment(row)
+        out.append({**row, "status": status, "filter_reason": reason, "entailment": None})
+    pending = [r for r in out if r["status"] == "ok"]
+    if checker is not None and pending:
+        _entailment_filter(
+            pending, output_path, checker, chunk_size, restart, settings, show_progress
+        )
+    stats = status_counts(out)
+    stats["reasons"] = dict(Counter(r["filter_reason"] for r in out if r["filter_reason"]))
+    stats["entailment"] = "skipped" if checker is None else "checked"
+    return write_stage(output_path, out, stats, stage="filter")
+
+
+def _entailment_filter(
+    pending: list[dict],
+    output_path: str,
+    checker: EntailmentChecker,
+    chunk_size: int,
+    restart: bool,
+    settings: Mapping | None,
+    show_progress: bool,
+) -> None:
+    """Runs the third filter over `pending` (updated in place), saving each finished chunk."""
+    progress = open_progress(
+        output_path, lambda r: r["surface_name"], dict(settings or {}), restart=restart
+    )
+    todo = [r for r in pending if r["surface_name"] not in progress.done]
+    batches = chunks(todo, chunk_size) if todo else []
+    if show_progress:
+        from tqdm.auto import tqdm
+
+        batches = tqdm(batches, desc="entailment", unit="chunk")
+    for batch in batches:
+        items = [item for row in batch for item in entailment_items(row)]
+        results = checker.check(items)
+        if len(results) != len(items):
+            raise ValueError(f"entailment checker returned {len(results)} results for {len(items)}")
+        records = []
+        for k, row in enumerate(batch):
+            pair = results[2 * k : 2 * k + 2]
+            records.append(
+                {
+                    "surface_name": row["surface_name"],
+                    "entailment": [
+                        {"statement": r.statement, "entailed": r.entailed, "too_long": r.too_long}
+                        for r in pair
+                    ],
+                }
+            )
+        progress.append(records)
+    done = {r["surface_name"]: r["entailment"] for r in progress.records}
+    for row in pending:
+        row["entailment"] = done[row["surface_name"]]
+        if not all(e["entailed"] for e in row["entailment"]):
+            row["status"] = "not_entailed"
+            too_long = any(e["too_long"] for e in row["entailment"])
+            row["filter_reason"] = "nli_input_too_long" if too_long else "not_entailed"
+    finish_progress(output_path, progress)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ambigdocs build filter",
+        description="not formatted / not ambiguous / not entailed (pipeline.md section 3).",
+    )
+    p.add_argument("--input", required=True, help="questions stage output")
+    p.add_argument("--output", required=True, help="output file (.jsonl or .parquet)")
+    p.add_argument("--chunk-size", type=int, default=64, help="lines saved per entailment step")
+    add_entailment_options(p)
+    p.add_argument("--restart", action="store_true", help="discard an interrupted run's work")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def add_entailment_options(p: argparse.ArgumentParser) -> None:
+    """The converter + NLI options shared by `filter` and `expand`."""
+    p.add_argument("--converter-model", default=DEFAULT_CONVERTER, help="question converter")
+    p.add_argument("--nli-model", default=DEFAULT_NLI, help="TRUE NLI model")
+    p.add_argument(
+        "--max-nli-tokens",
+        type=int,
+        default=MAX_NLI_TOKENS,
+        help="longer NLI inputs count as not entailed (0: no limit)",
+    )
+    p.add_argument("--converter-max-new-tokens", type=int, default=CONVERTER_MAX_NEW_TOKENS)
+    p.add_argument("--nli-batch-size", type=int, default=16, help="inputs per converter/NLI call")
+    p.add_argument("--nli-dtype", default="auto", help="auto, float32, float16 or bfloat16")
+    p.add_argument("--nli-device", help="cuda, cpu, ... (default: the first available)")
+    p.add_argument(
+        "--no-entailment",
+        action="store_true",
+        help="skip the entailment check (not the authors' default)",
+    )
+
+
+def entailment_settings(args: argparse.Namespace) -> dict:
+    """The options that decide entailment results (checked when a run resumes)."""
+    return {
+        "converter_model": args.converter_model,
+        "nli_model": args.nli_model,
+        "max_nli_tokens": args.max_nli_tokens or None,
+        "converter_max_new_tokens": args.converter_max_new_tokens,
+    }
+
+
+def checker_from_args(args: argparse.Namespace) -> EntailmentChecker:
+    """The converter + NLI check named by the parsed options (the models load on first use)."""
+    return LazyEntailmentChecker(
+        converter_model=args.converter_model,
+        nli_model=args.nli_model,
+        batch_size=args.nli_batch_size,
+        dtype=args.nli_dtype,
+        device=args.nli_device,
+        max_nli_tokens=args.max_nli_tokens or None,
+        converter_max_new_tokens=args.converter_max_new_tokens,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    checker = None if args.no_entailment else checker_from_args(args)
+    run(
+        args.input,
+        args.output,
+        checker=checker,
+        chunk_size=args.chunk_size,
+        restart=args.restart,
+        settings=entailment_settings(args),
+        show_progress=not args.no_progress,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

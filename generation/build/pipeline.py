@@ -1,0 +1,288 @@
+"""`ambigdocs build all --config pipeline.yaml`: the whole chain, resumable.
+
+    ambigdocs build all --config configs/pipeline.yaml            # run what is not done yet
+    ambigdocs build all --config configs/pipeline.yaml --dry-run  # say what would run, and why
+    ambigdocs build all --config configs/pipeline.yaml --force filter   # rerun filter (and after)
+
+The config (see `configs/pipeline.yaml`) names, per stage, that stage's own command-line options
+(`snake_case` or `kebab-case` keys; `true` for a flag, a list for a repeatable option):
+
+    workdir: data/build            # relative paths of path options are inside it
+    stages:
+      gather:    {dump: ..., output: map.json}
+      seed:      {passages: psgs_w100.tsv, output: seeds.jsonl}
+      questions: {backend: openai, model: gpt-4, output: questions.jsonl}
+      filter:    {output: filtered.jsonl}
+      expand:    {backend: hf, model: meta-llama/Llama-2-13b-hf, output: expanded.jsonl}
+      split:     {output_dir: release}
+
+Stages run in the order gather, seed, questions, filter, expand, split; a stage missing from the
+config is not run (its output may already exist, e.g. a map made elsewhere). Missing inputs are
+wired from the stage before: `seed.disambiguation` = `gather.output`, `questions.input` =
+`seed.output`, `filter.input` = `questions.output`, `expand.input` = `filter.output`,
+`expand.passages` / `expand.disambiguation` = seed's, `split.input` = `expand.output`.
+`workdir` (relative to the config file's folder) is where relative values of the path options
+(`PATH_OPTIONS`) are resolved; it defaults to the config file's folder.
+
+Resuming. A stage is skipped when it is done:
+    - its output exists, with its statistics (`<output>.stats.json` for a file output, a
+      `*.stats.json` inside a folder output such as split's);
+    - the output is at least as new as every input (every option value that is an existing file
+      or folder: the previous stage's output, the passages, a local model or adapter...);
+    - no interrupted run of it left a work file (`<output>.partial.jsonl`);
+    - it was run with the same options: `build all` records each finished stage's command line in
+      `<workdir>/.build-all-state.json`; a stage run by hand (no record) counts as done when the
+      two tests above hold.
+A stage that is not done runs, and every stage after it then sees a newer input and runs as well.
+Within a stage, a crash loses at most one batch: the model-calling stages keep their finished
+batches in `<output>.partial.jsonl` and continue from there (see each stage's docstring).
+
+Python: `run(config_path, force=(), dry_run=False) -> int`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import os
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from generation.build.cli import STAGES
+from generation.build.progress import partial_path
+from generation.build.stage_io import stats_path
+from generation.io_utils import atomic_write_json
+
+ORDER = ("gather", "seed", "questions", "filter", "expand", "split")
+
+# Options whose relative values are resolved inside the workdir.
+PATH_OPTIONS = frozenset(
+    {"input", "output", "output_dir", "passages", "disambiguation", "exemplars", "dump", "adapter"}
+)
+# (stage, option) <- (earlier stage, option): wiring used when the config leaves an input out.
+WIRING: dict[tuple[str, str], tuple[str, str]] = {
+    ("seed", "disambiguation"): ("gather", "output"),
+    ("questions", "input"): ("seed", "output"),
+    ("filter", "input"): ("questions", "output"),
+    ("expand", "input"): ("filter", "output"),
+    ("expand", "passages"): ("seed", "passages"),
+    ("expand", "disambiguation"): ("seed", "disambiguation"),
+    ("split", "input"): ("expand", "output"),
+}
+OUTPUT_OPTIONS = ("output", "output_dir")
+STATE_FILE = ".build-all-state.json"
+
+
+def load_config(path: str | os.PathLike) -> tuple[Path, dict[str, dict]]:
+    """Reads the YAML config.
+
+    Returns:
+        (workdir, {stage: options}) with option names in snake_case, stages in chain order,
+        relative path options resolved inside the workdir and missing inputs wired.
+
+    Raises:
+        ValueError: not a mapping, an unknown stage, a stage without an output option, or a
+            stage whose options are not a mapping (the message names the stage).
+    """
+    import yaml
+
+    path = Path(path)
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict) or not isinstance(data.get("stages"), dict):
+        raise ValueError(f"{path}: expected a mapping with a `stages:` mapping")
+    unknown = set(data) - {"workdir", "stages"}
+    if unknown:
+        raise ValueError(f"{path}: unknown top-level keys {sorted(unknown)} (workdir, stages)")
+    workdir = (path.parent / str(data.get("workdir", "."))).resolve()
+    stages: dict[str, dict] = {}
+    for name, options in data["stages"].items():
+        if name not in ORDER:
+            raise ValueError(f"{path}: stage {name!r} is not one of {list(ORDER)}")
+        if options is None:
+            options = {}
+        if not isinstance(options, dict):
+            raise ValueError(f"{path}: stage {name!r}: options must be a mapping")
+        stages[name] = {str(k).replace("-", "_"): v for k, v in options.items()}
+    ordered = {name: stages[name] for name in ORDER if name in stages}
+    for (stage, option), (source, source_option) in WIRING.items():
+        if stage in ordered and option not in ordered[stage]:
+            value = ordered.get(source, {}).get(source_option)
+            if value is not None:
+                ordered[stage][option] = value
+    for name, options in ordered.items():
+        for key in PATH_OPTIONS & set(options):
+            if options[key] is not None:
+                options[key] = str(workdir / str(options[key]))
+        if not any(k in options for k in OUTPUT_OPTIONS):
+            raise ValueError(f"{path}: stage {name!r}: give its `output` (or `output_dir`)")
+    return workdir, ordered
+
+
+def to_argv(options: Mapping[str, object]) -> list[str]:
+    """Stage options to command-line arguments: `--key value`, `--flag`, repeated for lists."""
+    argv: list[str] = []
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        if value is None or value is False:
+            continue
+        if value is True:
+            argv.append(flag)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                argv += [flag, str(item)]
+        elif isinstance(value, dict):
+            for k, v in value.items():  # e.g. backend_option: {dtype: bfloat16}
+                argv += [flag, f"{k}={v}"]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def _mtime(path: Path) -> float:
+    """A file's modification time; a folder's newest file's."""
+    if path.is_dir():
+        times = [p.stat().st_mtime for p in path.rglob("*") if p.is_file()]
+        return max(times, default=path.stat().st_mtime)
+    return path.stat().st_mtime
+
+
+def _output_of(options: Mapping[str, object]) -> Path:
+    for key in OUTPUT_OPTIONS:
+        if options.get(key):
+            return Path(str(options[key]))
+    raise ValueError("stage without output")  # load_config guarantees one
+
+
+def input_paths(options: Mapping[str, object]) -> list[Path]:
+    """Every option value that names an existing file or folder, other than the output."""
+    output = _output_of(options)
+    found = []
+    for key, value in options.items():
+        if key in OUTPUT_OPTIONS:
+            continue
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, str) and item and Path(item).exists() and Path(item) != output:
+                found.append(Path(item))
+    return found
+
+
+def why_not_done(
+    name: str, options: Mapping[str, object], state: Mapping[str, object]
+) -> str | None:
+    """None when the stage is done (see the module docstring), else the reason it must run."""
+    output = _output_of(options)
+    if not output.exists():
+        return f"{output} does not exist"
+    if output.is_file() and not stats_path(output).exists():
+        return f"{stats_path(output)} does not exist"
+    if output.is_dir() and not any(output.glob("*.stats.json")):
+        return f"{output} holds no statistics file (*.stats.json)"
+    if partial_path(output).exists():
+        return f"an interrupted run left {partial_path(output)}"
+    recorded = state.get(name)
+    if recorded is not None and recorded.get("argv") != to_argv(options):
+        return "its options changed since the last run"
+    done_at = _mtime(output)
+    for path in input_paths(options):
+        if _mtime(path) > done_at:
+            return f"{path} is newer than {output}"
+    return None
+
+
+def _free_memory() -> None:
+    """Drops the finished stage's models before the next stage loads its own."""
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def run(
+    config_path: str | os.PathLike,
+    force: Iterable[str] = (),
+    dry_run: bool = False,
+    only: Sequence[str] | None = None,
+) -> int:
+    """Runs the stages of the config that are not done, in chain order.
+
+    Args:
+        config_path: the YAML config.
+        force: stages to run even when done (the later ones then run as their input is newer).
+        dry_run: print the plan only.
+        only: run only these stages (others are neither run nor checked).
+
+    Returns:
+        0, or the exit status of the first stage that failed.
+
+    Raises:
+        ValueError: a bad config, or a forced/only stage that is not in it.
+    """
+    workdir, stages = load_config(config_path)
+    force = set(force)
+    selected = list(stages) if only is None else [s for s in stages if s in set(only)]
+    for name in force | set(only or ()):
+        if name not in stages:
+            raise ValueError(f"stage {name!r} is not in {config_path}")
+    state_path = workdir / STATE_FILE
+    state = _read_state(state_path)
+    for name in selected:
+        options = stages[name]
+        reason = "forced" if name in force else why_not_done(name, options, state)
+        if reason is None:
+            print(f"[build all] {name}: done, skipped")
+            continue
+        argv = to_argv(options)
+        print(f"[build all] {name}: runs ({reason}): ambigdocs build {name} {' '.join(argv)}")
+        if dry_run:
+            continue
+        started = time.time()
+        module = importlib.import_module(STAGES[name][0])
+        status = int(module.main(argv) or 0)
+        _free_memory()
+        if status != 0:
+            print(f"[build all] {name} failed with status {status}", file=sys.stderr)
+            return status
+        state[name] = {"argv": argv, "seconds": round(time.time() - started, 1)}
+        workdir.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(state_path, state)
+    return 0
+
+
+def _read_state(path: Path) -> dict:
+    import json
+
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError:
+        return {}  # a damaged record only costs reruns
+    return data if isinstance(data, dict) else {}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ambigdocs build all",
+        description="Run the data pipeline from a YAML config; skips the stages already done.",
+    )
+    p.add_argument("--config", required=True, help="YAML config (see configs/pipeline.yaml)")
+    p.add_argument("--force", nargs="+", default=[], metavar="STAGE", help="rerun these stages")
+    p.add_argument("--only", nargs="+", metavar="STAGE", help="run only these stages")
+    p.add_argument("--dry-run", action="store_true", help="print what would run, and why")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args.config, force=args.force, dry_run=args.dry_run, only=args.only)
+    except ValueError as err:
+        print(f"ambigdocs build all: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

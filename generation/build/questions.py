@@ -1,0 +1,286 @@
+"""`ambigdocs build questions`: a question and two answers per seed pair (pipeline.md section 3).
+
+    ambigdocs build questions --input seeds.jsonl --output questions.jsonl \\
+        --backend openai --model gpt-4                        # Figure 9, chat, paper exemplar
+    ambigdocs build questions --input seeds.jsonl --output questions.jsonl \\
+        --backend hf --model meta-llama/Llama-2-13b-chat-hf --adapter distilled/  # instruction
+
+Input (the `seed` stage's output), one line per surface name:
+    {"surface_name": str, "documents": [{"pid", "title", "text"}, {...}], "overlap": str, ...}
+
+Output: the input line, unchanged, plus
+    "question":   str, or null when the model output does not parse,
+    "answers":    [answer to passage 1, answer to passage 2], or null when it does not parse,
+    "raw_output": the model's text as generated (after the prompt's `Question: `).
+Lines keep the input order. Statistics (`<output>.stats.json`): total, parsed, unparsed.
+
+Prompts: `generation.prompts.render_question_prompt` (Figure 9 with the paper's exemplar, or the
+user's `--exemplars` file; `--prompt-format chat` for API/chat models, `instruction` for the
+distilled model, `plain` for a base model). The default is `instruction` when `--adapter` is
+given (the distilled model) and `chat` otherwise. The model calls go through the shared back-ends
+(`generation.backends.load_backend`) in chunks of `--chunk-size` seed pairs; every finished chunk
+is saved (`<output>.partial.jsonl`), so a rerun after a crash continues where it stopped.
+
+Parsing (`parse_question_output`): the first non-blank line is the question (a leading
+`Question:` is dropped, for chat models that repeat it); the next two non-blank lines must be
+`Answer to Passage 1: ...` and `Answer to Passage 2: ...` (`Article` is accepted too: Figure 9's
+exemplar says Article). Whatever follows is ignored: a model without a stop word goes on to
+invent the next exemplar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Mapping, Sequence
+
+from generation.backends.base import BACKENDS, Backend, load_backend
+from generation.build.progress import chunks, finish_progress, open_progress
+from generation.build.stage_io import read_stage, write_stage
+from generation.io_utils import read_records
+from generation.prompts import render_question_prompt
+
+PROMPT_FORMATS = ("chat", "instruction", "plain")
+_ANSWER_LINE = re.compile(r"^\W*answer to (?:passage|article)\s*([12])\W*:\s*(.*)$", re.IGNORECASE)
+_QUESTION_PREFIX = re.compile(r"^\W*question\s*:\s*", re.IGNORECASE)
+
+
+def parse_question_output(text: str) -> tuple[str, list[str]] | None:
+    """The question and the two answers in a model output, or None when it is not formatted.
+
+    Args:
+        text: what the model wrote after the prompt's `Question: `.
+
+    Returns:
+        (question, [a1, a2]) with surrounding spaces removed, or None when the first non-blank
+        line is empty or an answer line, or the next two non-blank lines are not the answers to
+        passages 1 and 2 in that order, or an answer is empty.
+    """
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if len(lines) < 3:
+        return None
+    question = _QUESTION_PREFIX.sub("", lines[0]).strip()
+    if not question or _ANSWER_LINE.match(lines[0]):
+        return None
+    answers = []
+    for expected, line in zip("12", lines[1:3], strict=True):
+        match = _ANSWER_LINE.match(line)
+        if not match or match.group(1) != expected or not match.group(2).strip():
+            return None
+        answers.append(match.group(2).strip())
+    return question, answers
+
+
+def validate_seed_rows(rows: Sequence[Mapping], source: str = "input") -> None:
+    """Checks the fields this stage reads.
+
+    Raises:
+        ValueError: naming the row (index and surface name) and the field that is wrong, or a
+            surface name that occurs twice (it is the resume key).
+    """
+    seen = set()
+    for i, row in enumerate(rows):
+        where = f"{source}: row {i}"
+        sn = row.get("surface_name")
+        if not isinstance(sn, str) or not sn.strip():
+            raise ValueError(f"{where}: field 'surface_name' must be a non-empty string")
+        if sn in seen:
+            raise ValueError(f"{where} ({sn!r}): field 'surface_name' occurs twice")
+        seen.add(sn)
+        docs = row.get("documents")
+        if not isinstance(docs, list) or len(docs) != 2:
+            raise ValueError(f"{where} ({sn!r}): field 'documents' must be a list of two passages")
+        for k, doc in enumerate(docs):
+            for field in ("title", "text"):
+                if not isinstance(doc, Mapping) or not isinstance(doc.get(field), str):
+                    raise ValueError(f"{where} ({sn!r}): field 'documents[{k}].{field}' missing")
+
+
+def load_exemplars(path: str) -> list[dict]:
+    """Reads a question exemplar file (JSON array or JSONL).
+
+    Each exemplar: `surface_name`, `documents` (two, with `title` and `text`), `question`,
+    `answers` (two strings), as in `generation.prompts.QUESTION_EXEMPLARS`.
+
+    Raises:
+        ValueError: an exemplar lacks a field (the message names the exemplar and the field).
+    """
+    exemplars = read_records(path)
+    validate_seed_rows(exemplars, source=path)
+    for i, ex in enumerate(exemplars):
+        if not isinstance(ex.get("question"), str):
+            raise ValueError(f"{path}: exemplar {i}: field 'question' must be a string")
+        answers = ex.get("answers")
+        if not isinstance(answers, list) or len(answers) != 2:
+            raise ValueError(f"{path}: exemplar {i}: field 'answers' must be a list of two strings")
+    return exemplars
+
+
+def run(
+    input_path: str,
+    output_path: str,
+    backend: Backend,
+    *,
+    prompt_format: str = "chat",
+    exemplars: Sequence[Mapping] | None = None,
+    max_new_tokens: int = 200,
+    chunk_size: int = 64,
+    restart: bool = False,
+    settings: Mapping | None = None,
+    show_progress: bool = True,
+) -> dict:
+    """Generates a question and two answers for every seed pair of `input_path`.
+
+    Args:
+        input_path: the seed stage's output.
+        output_path: this stage's output (JSONL, or Parquet by extension).
+        backend: the model (any `generation.backends.Backend`).
+        prompt_format: `chat`, `instruction` or `plain` (see `render_question_prompt`).
+        exemplars: replace the paper's exemplar (not used by the `instruction` format).
+        max_new_tokens: generation budget per seed pair.
+        chunk_size: seed pairs per back-end call; each finished chunk is saved.
+        restart: ignore an interrupted run's saved chunks.
+        settings: what else decides the outputs (model name, adapter, ...), checked on resume.
+        show_progress: a tqdm bar over chunks.
+
+    Returns:
+        The saved statistics.
+
+    Raises:
+        ValueError: bad input rows, an unknown prompt format, or resuming with other settings.
+    """
+    if prompt_format not in PROMPT_FORMATS:
+        raise ValueError(f"prompt_format must be one of {PROMPT_FORMATS}, got {prompt_format!r}")
+    if exemplars is not None and prompt_format == "instruction":
+        # The distilled model's format has no exemplars: it learnt the format in training.
+        print("questions: --exemplars is not used by the instruction format", file=sys.stderr)
+    rows = read_stage(input_path)
+    validate_seed_rows(rows, source=str(input_path))
+    run_settings = {
+        "prompt_format": prompt_format,
+        "exemplars": _digest(exemplars),
+        "max_new_tokens": max_new_tokens,
+        **dict(settings or {}),
+    }
+    progress = open_progress(
+        output_path, lambda r: r["surface_name"], run_settings, restart=restart
+    )
+    todo = [r for r in rows if r["surface_name"] not in progress.done]
+    batches = chunks(todo, chunk_size) if todo else []
+    if show_progress:
+        from tqdm.auto import tqdm
+
+        batches = tqdm(batches, desc="questions", unit="chunk")
+    for batch in batches:
+        prompts = [
+            render_question_prompt(
+                r["surface_name"], r["documents"], prompt_format=prompt_format, exemplars=exemplars
+            )
+            for r in batch
+        ]
+        generations = backend.generate(prompts, max_new_tokens=max_new_tokens)
+        progress.append(_with_question(r, g.text) for r, g in zip(batch, generations, strict=True))
+    by_key = {r["surface_name"]: r for r in progress.records}
+    out = [by_key[r["surface_name"]] for r in rows]
+    parsed = sum(r["question"] is not None for r in out)
+    stats = {"total": len(out), "parsed": parsed, "unparsed": len(out) - parsed}
+    saved = write_stage(output_path, out, stats, stage="questions")
+    finish_progress(output_path, progress)
+    return saved
+
+
+def _with_question(row: Mapping, text: str) -> dict:
+    parsed = parse_question_output(text)
+    question, answers = parsed if parsed else (None, None)
+    return {**row, "question": question, "answers": answers, "raw_output": text}
+
+
+def _digest(obj) -> str | None:
+    """A short fingerprint of the exemplars, so that a resume notices a changed exemplar file."""
+    if obj is None:
+        return None
+    blob = json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def parse_backend_options(pairs: Sequence[str]) -> dict:
+    """`KEY=VALUE` strings to a dict; values are read as YAML scalars (8 -> int, true -> bool).
+
+    Raises:
+        ValueError: a pair without `=`.
+    """
+    import yaml
+
+    options = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ValueError(f"--backend-option {pair!r}: expected KEY=VALUE")
+        key, value = pair.split("=", 1)
+        options[key.strip().replace("-", "_")] = yaml.safe_load(value)
+    return options
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ambigdocs build questions",
+        description="A question and two answers per seed pair (pipeline.md section 3).",
+    )
+    p.add_argument("--input", required=True, help="seed stage output (JSONL or Parquet)")
+    p.add_argument("--output", required=True, help="output file (.jsonl or .parquet)")
+    p.add_argument("--backend", choices=sorted(BACKENDS), required=True, help="model back-end")
+    p.add_argument("--model", required=True, help="model id / folder, or the API model name")
+    p.add_argument("--adapter", help="PEFT adapter of the distilled model (hf, vllm)")
+    p.add_argument("--exemplars", help="JSON/JSONL exemplar file replacing the paper's exemplar")
+    p.add_argument(
+        "--prompt-format",
+        choices=PROMPT_FORMATS,
+        help="default: instruction with --adapter (the distilled model), chat otherwise",
+    )
+    p.add_argument("--max-new-tokens", type=int, default=200)
+    p.add_argument("--batch-size", type=int, help="back-end batch size (hf, vllm)")
+    p.add_argument(
+        "--backend-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra back-end option, e.g. dtype=bfloat16 or base_url=...; repeatable",
+    )
+    p.add_argument("--chunk-size", type=int, default=64, help="seed pairs saved per step")
+    p.add_argument("--restart", action="store_true", help="discard an interrupted run's work")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    options = parse_backend_options(args.backend_option)
+    if args.batch_size is not None:
+        options["batch_size"] = args.batch_size
+    if args.adapter:
+        options["adapter"] = args.adapter
+    prompt_format = args.prompt_format or ("instruction" if args.adapter else "chat")
+    exemplars = load_exemplars(args.exemplars) if args.exemplars else None
+    backend = load_backend(args.backend, args.model, **options)
+    try:
+        run(
+            args.input,
+            args.output,
+            backend,
+            prompt_format=prompt_format,
+            exemplars=exemplars,
+            max_new_tokens=args.max_new_tokens,
+            chunk_size=args.chunk_size,
+            restart=args.restart,
+            settings={"backend": args.backend, "model": args.model, "adapter": args.adapter},
+            show_progress=not args.no_progress,
+        )
+    finally:
+        backend.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
