@@ -1,0 +1,347 @@
+"""`ambigdocs distill`: QLoRA-distil the question generator (paper 3.2 and B.2) with trl + peft.
+
+The authors generated 1,500 questions with GPT-4, kept those that passed the filters, fine-tuned
+Llama-2-13b-chat on them with QLoRA, and generated the remaining questions with it. This command
+does the fine-tuning: the status-ok lines of a `build filter` output become instruction-format
+examples (pipeline.md section 3, rendered by `generation.prompts`), and a LoRA adapter is trained
+on a 4-bit (NF4) base model. The adapter then plugs into
+`ambigdocs build questions --backend hf --model BASE --adapter DIR`.
+
+Launch (one process, or several with accelerate; every SFTConfig argument may follow):
+
+```bash
+ambigdocs distill --base-model meta-llama/Llama-2-13b-chat-hf --train filtered.jsonl \\
+    --output-dir adapters/question-generator [--eval heldout.jsonl] [--config configs/distill.yaml]
+
+accelerate launch -m generation.distill --base-model ... --train ... --output-dir ...
+
+# a quick try: 4 steps, a shorter context
+ambigdocs distill --base-model M --train filtered.jsonl --output-dir out --max_steps 4 \\
+    --max_length 1024 --logging_steps 1
+```
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+from generation.distill_args import DistillArguments, parse_args
+
+logger = logging.getLogger("ambigdocs.distill")
+
+# Written next to the adapter: how to use it, and what it was trained on.
+INFO_FILE = "ambigdocs_distill.json"
+
+
+def _bf16_runs_on_cpu() -> bool:
+    """Whether a bitsandbytes 4-bit layer computes and back-propagates in bfloat16 on this CPU."""
+    import torch
+
+    try:
+        import bitsandbytes as bnb
+
+        layer = bnb.nn.Linear4bit(64, 64, compute_dtype=torch.bfloat16, quant_type="nf4")
+        layer = layer.to("cpu")
+        x = torch.randn(2, 64, dtype=torch.bfloat16, requires_grad=True)
+        layer(x).float().sum().backward()
+        return bool(torch.isfinite(x.grad).all())
+    except Exception as err:  # any failure means: do not rely on bf16 here
+        logger.info("bfloat16 probe failed on CPU: %s", err)
+        return False
+
+
+def resolve_compute_dtype(name: str):
+    """The torch dtype of the computation for `--compute_dtype NAME`.
+
+    `auto` is the paper's bfloat16 wherever it runs: on CUDA when the GPU supports it (float16
+    on older GPUs, as QLoRA did there), and on a CPU when a probe 4-bit bf16 forward/backward
+    succeeds; otherwise float32, with a logged note.
+
+    Args:
+        name: `auto`, `bfloat16`, `float16` or `float32`.
+
+    Returns:
+        A `torch.dtype`.
+    """
+    import torch
+
+    if name != "auto":
+        return getattr(torch, name)
+    if torch.cuda.is_available():
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if _bf16_runs_on_cpu():
+        return torch.bfloat16
+    logger.warning("bfloat16 does not run on this CPU; computing in float32 instead")
+    return torch.float32
+
+
+def _apply_mixed_precision(training_args, dtype) -> None:
+    """Turns on the Trainer's mixed precision matching the compute dtype, on CUDA only.
+
+    On a CPU the 4-bit layers already compute in `dtype` and the LoRA weights stay float32, so
+    no autocast is needed (and transformers refuses bf16 on CPU without `--use_cpu`).
+    """
+    import torch
+
+    if training_args.bf16 or training_args.fp16 or not torch.cuda.is_available():
+        return  # the user chose, or there is nothing to choose
+    if training_args.mixed_precision not in (None, "no"):
+        return  # set by accelerate's config (ACCELERATE_MIXED_PRECISION)
+    training_args.bf16 = dtype == torch.bfloat16
+    training_args.fp16 = dtype == torch.float16
+    # TrainingArguments derives `mixed_precision` (what the Accelerator reads) in __post_init__.
+    training_args.mixed_precision = (
+        "bf16" if training_args.bf16 else "fp16" if training_args.fp16 else "no"
+    )
+
+
+def load_base_model(args: DistillArguments, dtype, trust_remote_code: bool = False):
+    """Loads the base causal LM, in 4-bit NF4 for QLoRA or unquantised for plain LoRA.
+
+    Args:
+        args: the distillation arguments (base model, quantization, bitsandbytes settings).
+        dtype: the compute dtype (also the dtype of the weights that stay unquantised).
+        trust_remote_code: forwarded to `from_pretrained`.
+
+    Returns:
+        The model, ready for `get_peft_model` (for 4-bit: prepared with
+        `peft.prepare_model_for_kbit_training`, which keeps norms and embeddings in float32).
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+    kwargs = {"dtype": dtype, "trust_remote_code": trust_remote_code}
+    if args.attn_implementation:
+        kwargs["attn_implementation"] = args.attn_implementation
+    if args.quantization == "4bit":
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type=args.bnb_4bit_quant_type,
+            bnb_4bit_compute_dtype=dtype,
+            bnb_4bit_use_double_quant=args.bnb_4bit_use_double_quant,
+        )
+        if torch.cuda.is_available():
+            from accelerate import PartialState
+
+            # One full copy per process (data parallel under accelerate launch).
+            kwargs["device_map"] = {"": PartialState().local_process_index}
+    model = AutoModelForCausalLM.from_pretrained(args.base_model, **kwargs)
+    if args.quantization == "4bit":
+        from peft import prepare_model_for_kbit_training
+
+        # Gradient checkpointing is turned on by the Trainer (SFTConfig.gradient_checkpointing).
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+    return model
+
+
+def lora_config(args: DistillArguments):
+    """The peft `LoraConfig` of the adapter (causal LM, no bias)."""
+    from peft import LoraConfig
+
+    return LoraConfig(
+        task_type="CAUSAL_LM",
+        r=args.lora_r,
+        lora_alpha=args.lora_alpha,
+        lora_dropout=args.lora_dropout,
+        target_modules=list(args.lora_target_modules),
+        bias="none",
+    )
+
+
+def load_examples(path: str, tokenizer, tokenization: str, max_length: int | None):
+    """The status-ok records of a filter output that fit `max_length`, as a `datasets.Dataset`."""
+    from generation.build.stage_io import read_stage
+    from generation.distill_data import (
+        build_dataset,
+        drop_too_long,
+        select_ok_records,
+        to_prompt_completion,
+    )
+
+    records = select_ok_records(read_stage(path), source=str(path))
+    rows = drop_too_long(to_prompt_completion(records), tokenizer, max_length, source=str(path))
+    return build_dataset(rows, tokenizer, tokenization)
+
+
+def build_trainer(args: DistillArguments, training_args):
+    """Loads tokenizer, data and model, and returns the `SFTTrainer` (not yet trained).
+
+    Args:
+        args: the distillation arguments.
+        training_args: trl's `SFTConfig` (modified in place: mixed precision, completion-only
+            loss and eval strategy get resolved).
+
+    Returns:
+        The trainer; `trainer.model` is the PEFT model.
+    """
+    from transformers import AutoTokenizer
+    from trl import SFTTrainer
+
+    dtype = resolve_compute_dtype(args.compute_dtype)
+    _apply_mixed_precision(training_args, dtype)
+    if training_args.completion_only_loss is None:
+        # trl's default for prompt-completion data; pre-tokenised data must say it explicitly.
+        training_args.completion_only_loss = True
+    _warn_if_only_warmup(training_args)
+    if args.eval and training_args.eval_strategy == "no":
+        from transformers.trainer_utils import IntervalStrategy
+
+        logger.info("--eval given: evaluating at the end of every epoch (--eval_strategy epoch)")
+        training_args.eval_strategy = IntervalStrategy.EPOCH
+        training_args.do_eval = True
+
+    tokenizer = AutoTokenizer.from_pretrained(
+        args.base_model, trust_remote_code=training_args.trust_remote_code
+    )
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token  # Llama-2 has none; padded positions get no loss
+    max_length = training_args.max_length
+    train_dataset = load_examples(args.train, tokenizer, args.tokenization, max_length)
+    eval_dataset = (
+        load_examples(args.eval, tokenizer, args.tokenization, max_length) if args.eval else None
+    )
+
+    logger.info(
+        "base %s, %s, compute %s, LoRA r=%d alpha=%d dropout=%s on %s; %d training examples",
+        args.base_model,
+        "4-bit " + args.bnb_4bit_quant_type if args.quantization == "4bit" else "unquantised",
+        str(dtype).replace("torch.", ""),
+        args.lora_r,
+        args.lora_alpha,
+        args.lora_dropout,
+        ",".join(args.lora_target_modules),
+        len(train_dataset),
+    )
+    model = load_base_model(args, dtype, trust_remote_code=training_args.trust_remote_code)
+    trainer = SFTTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
+        processing_class=tokenizer,
+        peft_config=lora_config(args),
+    )
+    _keep_adapter_trainable_in(trainer.model, dtype)
+    return trainer
+
+
+def _warn_if_only_warmup(training_args) -> None:
+    """Warns when a short `--max_steps` run is all warm-up: its first step has learning rate 0."""
+    import math
+
+    steps, warmup = training_args.max_steps, training_args.warmup_steps
+    if steps and steps > 0 and warmup:
+        warmup_steps = math.ceil(steps * warmup) if warmup < 1 else int(warmup)
+        if warmup_steps >= steps:
+            logger.warning(
+                "--max_steps %d with %s warm-up: every step is a warm-up step (the first at "
+                "learning rate 0), so the adapter barely changes; add --warmup_steps 0",
+                steps,
+                warmup,
+            )
+
+
+def _keep_adapter_trainable_in(model, dtype) -> None:
+    """Keeps the LoRA weights in float32 unless the computation is bfloat16.
+
+    For 4-bit models trl stores the adapter in bfloat16, as the QLoRA paper did with bf16
+    compute. Where bf16 does not run (float32 fallback on a CPU) or with float16 mixed precision
+    (older GPUs, whose gradient scaler refuses half-precision weights), they go back to float32.
+    """
+    import torch
+
+    if dtype == torch.bfloat16:
+        return
+    for param in model.parameters():
+        if param.requires_grad and param.dtype != torch.float32:
+            param.data = param.data.to(torch.float32)
+
+
+def _resume_value(value):
+    """`--resume_from_checkpoint last|true` resumes from the newest checkpoint in output_dir."""
+    if isinstance(value, str) and value.lower() in ("last", "true", "auto"):
+        return True
+    return value
+
+
+def train_and_save(trainer, args: DistillArguments, training_args) -> dict:
+    """Trains, evaluates (when there is an eval split) and saves the adapter and its info file.
+
+    Args:
+        trainer: from `build_trainer`.
+        args: the distillation arguments.
+        training_args: trl's `SFTConfig`.
+
+    Returns:
+        What was saved in `ambigdocs_distill.json`: settings, data sizes, loss history, metrics.
+    """
+    result = trainer.train(
+        resume_from_checkpoint=_resume_value(training_args.resume_from_checkpoint)
+    )
+    metrics = dict(result.metrics)
+    if trainer.eval_dataset is not None:
+        metrics.update(trainer.evaluate())
+    out = Path(training_args.output_dir)
+    trainer.save_model(str(out))  # adapter_config.json + adapter_model.safetensors (+ tokenizer)
+    info = {
+        "base_model": args.base_model,
+        "train": str(args.train),
+        "eval": args.eval,
+        "train_examples": len(trainer.train_dataset),
+        "quantization": args.quantization,
+        "tokenization": args.tokenization,
+        "prompt_format": "instruction",
+        "global_step": trainer.state.global_step,
+        "loss_history": [
+            {"step": e["step"], "loss": e["loss"]} for e in trainer.state.log_history if "loss" in e
+        ],
+        "metrics": metrics,
+        "use_with": f"ambigdocs build questions --backend hf --model {args.base_model} "
+        f"--adapter {out}",
+    }
+    if trainer.accelerator.is_main_process:
+        from generation.io_utils import atomic_write_json
+
+        atomic_write_json(out / INFO_FILE, info)
+        print(json.dumps({k: info[k] for k in ("global_step", "metrics", "use_with")}, indent=2))
+    return info
+
+
+def run(args: DistillArguments, training_args) -> dict:
+    """Builds the trainer, trains, and saves the adapter to `training_args.output_dir`.
+
+    Returns:
+        The contents of `ambigdocs_distill.json` (see `train_and_save`).
+    """
+    trainer = build_trainer(args, training_args)
+    info = train_and_save(trainer, args, training_args)
+    if hasattr(trainer, "end"):
+        trainer.end()  # transformers >= 5.18: finish trackers, destroy the process group
+    return info
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `ambigdocs distill` and `python -m generation.distill`.
+
+    Args:
+        argv: the arguments after `distill` (default: `sys.argv[1:]`).
+
+    Returns:
+        0 on success, 2 on a usage or data error (printed).
+    """
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args, training_args = parse_args(argv)
+        run(args, training_args)
+    except ValueError as err:
+        print(f"ambigdocs distill: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

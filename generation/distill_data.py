@@ -1,0 +1,218 @@
+"""Training examples for `ambigdocs distill`: filtered question records -> prompt/completion pairs.
+
+The distilled question generator learns from the records that passed `ambigdocs build filter`
+(status `ok`). Each becomes the instruction-format prompt of pipeline.md section 3 and its target
+(`{question}\\nAnswer to Passage 1: {a1}\\nAnswer to Passage 2: {a2}`), both rendered by
+`generation.prompts.render_question_training_text`, the same module the `questions` stage uses
+with `prompt_format="instruction"`, so training and generation share one template.
+
+Tokenisation (`tokenize_example`) is done here rather than by trl on purpose: the prompt ends
+with `Question: ` (a trailing space). trl tokenises prompt+completion jointly, and a tokeniser then
+merges that space into the first word of the completion (` What`), while at generation time the
+prompt alone is tokenised and ends on a lone space token. Tokenising the prompt exactly as the
+generation back-end does and appending the completion's own tokens trains the model on the very
+context it sees when it generates. `tokenization="trl"` keeps trl's joint tokenisation instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+from generation.prompts import render_question_training_text
+
+logger = logging.getLogger(__name__)
+
+OK_STATUS = "ok"
+
+
+def _require(cond: bool, index: int, field: str, why: str) -> None:
+    if not cond:
+        raise ValueError(f"record {index}: field {field!r} {why}")
+
+
+def validate_record(record: Mapping, index: int) -> None:
+    """Checks that a filtered record holds what distillation needs.
+
+    Args:
+        record: one line of the `build filter` output.
+        index: its position in the file, for the error message.
+
+    Raises:
+        ValueError: a needed field is missing or malformed (names the record and the field).
+    """
+    for name in ("surface_name", "question"):
+        value = record.get(name)
+        _require(
+            isinstance(value, str) and value.strip() != "",
+            index,
+            name,
+            "must be a non-empty string",
+        )
+    documents = record.get("documents")
+    _require(
+        isinstance(documents, Sequence) and not isinstance(documents, str) and len(documents) > 0,
+        index,
+        "documents",
+        "must be a non-empty list of {title, text}",
+    )
+    for k, doc in enumerate(documents):
+        for key in ("title", "text"):
+            _require(
+                isinstance(doc, Mapping) and isinstance(doc.get(key), str),
+                index,
+                f"documents[{k}].{key}",
+                "must be a string",
+            )
+    answers = record.get("answers")
+    _require(
+        isinstance(answers, Sequence)
+        and not isinstance(answers, str)
+        and all(isinstance(a, str) and a.strip() for a in answers),
+        index,
+        "answers",
+        "must be a list of non-empty strings",
+    )
+    _require(
+        len(answers) == len(documents),
+        index,
+        "answers",
+        f"has {len(answers)} answers for {len(documents)} documents (one answer per passage)",
+    )
+
+
+def select_ok_records(records: Sequence[Mapping], source: str = "input") -> list[Mapping]:
+    """The records with `status == "ok"`, validated.
+
+    Args:
+        records: the `build filter` output, in file order.
+        source: the file name, for messages.
+
+    Returns:
+        The kept records, in order.
+
+    Raises:
+        ValueError: a record has no `status`, a kept record lacks a needed field, or no record is
+            kept.
+    """
+    kept = []
+    for index, record in enumerate(records):
+        if "status" not in record:
+            raise ValueError(
+                f"record {index} of {source}: field 'status' is missing; distillation reads the "
+                "output of `ambigdocs build filter`, whose every line has a status"
+            )
+        if record["status"] != OK_STATUS:
+            continue
+        validate_record(record, index)
+        kept.append(record)
+    if not kept:
+        raise ValueError(f"{source}: no record has status {OK_STATUS!r} ({len(records)} records)")
+    logger.info("%s: %d of %d records have status ok", source, len(kept), len(records))
+    return kept
+
+
+def to_prompt_completion(records: Sequence[Mapping]) -> list[dict[str, str]]:
+    """trl's prompt-completion format, one row per record, from the shared prompt module."""
+    rows = []
+    for r in records:
+        docs = [{"title": d["title"], "text": d["text"]} for d in r["documents"]]
+        prompt, completion = render_question_training_text(
+            r["surface_name"], docs, r["question"], list(r["answers"])
+        )
+        rows.append({"prompt": prompt, "completion": completion})
+    return rows
+
+
+def tokenize_example(prompt: str, completion: str, tokenizer) -> dict[str, list[int]]:
+    """Token ids and completion mask of one example, aligned with generation-time tokenisation.
+
+    The prompt is tokenised alone with the tokenizer's default special tokens (what a generation
+    back-end feeds the model); the completion's tokens (no special tokens) and EOS follow, so the
+    model learns to write the target and then stop.
+
+    Args:
+        prompt: the instruction-format prompt (ends with `Question: `).
+        completion: the target.
+        tokenizer: a Hugging Face tokenizer with an EOS token.
+
+    Returns:
+        `input_ids` and `completion_mask` (0 on the prompt, 1 on completion and EOS).
+
+    Raises:
+        ValueError: the tokenizer has no EOS token.
+    """
+    if tokenizer.eos_token_id is None:
+        raise ValueError("the tokenizer has no eos_token; the model could not learn to stop")
+    prompt_ids = tokenizer(prompt)["input_ids"]
+    completion_ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
+    completion_ids = completion_ids + [tokenizer.eos_token_id]
+    return {
+        "input_ids": prompt_ids + completion_ids,
+        "completion_mask": [0] * len(prompt_ids) + [1] * len(completion_ids),
+    }
+
+
+def drop_too_long(
+    rows: Sequence[Mapping[str, str]], tokenizer, max_length: int | None, source: str = "input"
+) -> list[Mapping[str, str]]:
+    """The examples whose prompt, target and EOS fit in `max_length` tokens.
+
+    trl would cut longer ones at `max_length`, which removes the end of the target (the answers
+    and EOS) and teaches the model to stop mid-answer; they are dropped instead, with a warning.
+
+    Raises:
+        ValueError: no example fits.
+    """
+    if max_length is None:
+        return list(rows)
+    kept = []
+    longest = 0
+    for r in rows:
+        n = len(tokenize_example(r["prompt"], r["completion"], tokenizer)["input_ids"])
+        longest = max(longest, n)
+        if n <= max_length:
+            kept.append(r)
+    if len(kept) < len(rows):
+        logger.warning(
+            "%s: %d of %d examples are longer than --max_length %d tokens (longest %d) and are "
+            "left out",
+            source,
+            len(rows) - len(kept),
+            len(rows),
+            max_length,
+            longest,
+        )
+    if not kept:
+        raise ValueError(
+            f"{source}: no example fits in --max_length {max_length} tokens (shortest needs more; "
+            f"longest {longest}); raise --max_length"
+        )
+    return kept
+
+
+def build_dataset(rows: Sequence[Mapping[str, str]], tokenizer, tokenization: str):
+    """A `datasets.Dataset` for SFTTrainer.
+
+    Args:
+        rows: prompt/completion pairs from `to_prompt_completion`.
+        tokenizer: the base model's tokenizer.
+        tokenization: `inference` (pre-tokenised here, see the module docstring) or `trl`
+            (prompt/completion text; trl tokenises).
+
+    Returns:
+        The data set: columns `input_ids`, `completion_mask` (inference) or `prompt`,
+        `completion` (trl).
+
+    Raises:
+        ValueError: unknown tokenization.
+    """
+    from datasets import Dataset
+
+    if tokenization == "trl":
+        return Dataset.from_list([dict(r) for r in rows])
+    if tokenization == "inference":
+        return Dataset.from_list(
+            [tokenize_example(r["prompt"], r["completion"], tokenizer) for r in rows]
+        )
+    raise ValueError(f"tokenization must be 'inference' or 'trl', got {tokenization!r}")

@@ -1,0 +1,112 @@
+"""A distilled adapter plugs into the hf back-end (`ambigdocs build questions --backend hf
+--model BASE --adapter DIR`), which reads the instruction-format prompt of the `questions` stage.
+
+The hf back-end loads the base model unquantised (float32 on CPU), so the exact-token comparison
+uses a plain LoRA adapter trained in float32: the back-end must then generate exactly what the
+trainer's in-memory model generates. A QLoRA (4-bit) adapter is checked to load and generate.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from generation.backends.base import load_backend
+from generation.distill_args import parse_args
+from generation.prompts import render_question_prompt
+
+MAX_NEW = 16
+
+
+def _records(sample_dir: Path) -> list[dict]:
+    rows = json.loads((sample_dir / "test.json").read_text())
+    return [
+        {
+            "status": "ok",
+            "surface_name": row["ambiguous_entity"],
+            "documents": [{"title": d["title"], "text": d["text"]} for d in row["documents"][:2]],
+            "question": row["question"],
+            "answers": [d["answer"] for d in row["documents"][:2]],
+        }
+        for row in rows
+    ]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory, sample_dir):
+    records = _records(sample_dir)
+    path = tmp_path_factory.mktemp("distill-hf") / "filtered.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    prompts = [
+        render_question_prompt(r["surface_name"], r["documents"], prompt_format="instruction")
+        for r in records[:2]
+    ]
+    return path, prompts
+
+
+def _greedy_text(model, tokenizer, prompt: str) -> tuple[str, int]:
+    """What the back-end reports: text up to EOS (special tokens dropped) and the token count."""
+    import torch
+
+    ids = tokenizer(prompt, return_tensors="pt")
+    with torch.no_grad():
+        out = model.generate(
+            **ids, max_new_tokens=MAX_NEW, do_sample=False, pad_token_id=tokenizer.pad_token_id
+        )
+    tokens = out[0, ids["input_ids"].shape[1] :].tolist()
+    n = len(tokens)
+    if tokenizer.eos_token_id in tokens:
+        n = tokens.index(tokenizer.eos_token_id) + 1
+    return tokenizer.decode(tokens[:n], skip_special_tokens=True), n
+
+
+def test_hf_backend_with_the_adapter_generates_what_the_trained_model_generates(
+    tiny_llama_dir, data, tmp_path
+):
+    from generation.distill import build_trainer, train_and_save
+
+    path, prompts = data
+    args, training_args = parse_args(
+        ["--base-model", str(tiny_llama_dir), "--train", str(path), "--output-dir", str(tmp_path)]
+        + ["--quantization", "none", "--compute_dtype", "float32", "--lora_dropout", "0.0"]
+        + ["--max_steps", "4", "--learning_rate", "1e-2", "--warmup_steps", "0"]
+        + ["--per_device_train_batch_size", "5", "--max_length", "512", "--save_strategy", "no"]
+    )
+    trainer = build_trainer(args, training_args)
+    train_and_save(trainer, args, training_args)
+    model, tokenizer = trainer.model.eval(), trainer.processing_class
+    expected = [_greedy_text(model, tokenizer, p) for p in prompts]
+
+    backend = load_backend("hf", str(tiny_llama_dir), adapter=str(tmp_path), device="cpu")
+    got = backend.generate(prompts, max_new_tokens=MAX_NEW)
+    assert [(g.text, g.num_tokens) for g in got] == expected
+    backend.close()
+
+    # the adapter is what makes the difference
+    bare = load_backend("hf", str(tiny_llama_dir), device="cpu")
+    assert [g.text for g in bare.generate(prompts, max_new_tokens=MAX_NEW)] != [
+        t for t, _ in expected
+    ]
+    bare.close()
+
+
+def test_hf_backend_loads_a_qlora_adapter(tiny_llama_dir, data, tmp_path):
+    from generation.cli import main
+
+    path, prompts = data
+    out = tmp_path / "qlora"
+    assert (
+        main(
+            ["distill", "--base-model", str(tiny_llama_dir), "--train", str(path)]
+            + ["--output-dir", str(out), "--max_steps", "1", "--max_length", "512"]
+            + ["--save_strategy", "no", "--lora_r", "8"]
+        )
+        == 0
+    )
+    backend = load_backend("hf", str(tiny_llama_dir), adapter=str(out), device="cpu")
+    assert type(backend.model).__name__.startswith("Peft")
+    got = backend.generate(prompts, max_new_tokens=MAX_NEW)
+    assert len(got) == 2 and all(1 <= g.num_tokens <= MAX_NEW for g in got)
+    backend.close()
