@@ -1,0 +1,422 @@
+"""`ambigdocs build gather`: the disambiguation map from a MediaWiki XML dump (pipeline.md §1).
+
+    ambigdocs build gather --dump enwiki-20181220-pages-articles.xml.bz2 --output map.json
+        [--templates disambiguation disambig hndis ...] [--min-entities 2] [--max-entities 10]
+        [--resolve-redirects]
+
+Input (`--dump`): a MediaWiki XML export (`pages-articles`, plain, `.bz2` or `.gz`), streamed
+page by page with `mwxml`; only the latest revision of each page counts.
+
+Output (`--output`): a JSON object, pages in dump order, the input of `ambigdocs build seed`:
+
+    {"Judge Day": ["Charles Bernard Day", "Edward William Day", "William Louis Day"], ...}
+
+Statistics go to `<output>.stats.json` and stdout.
+
+The rule:
+- a *disambiguation page* is an article (namespace 0, not a redirect) whose wikitext uses one of
+  the disambiguation templates (`--templates`; default `DISAMBIGUATION_TEMPLATES`: the
+  `{{disambiguation}}` family with its redirects `{{disambig}}`, `{{dab}}`, ..., and the
+  specialised ones `{{hndis}}`, `{{geodis}}`, ...). Names match as MediaWiki does: first letter
+  case-insensitive, `_` = space, an optional `Template:` prefix. The page is found with a cheap
+  text screen, then confirmed by parsing with `mwparserfromhell`;
+- its *entities* are the links that open a list item (`*` or `#` lines, nested ones included)
+  before the "See also" heading, the authors' "link that starts a line of the list". A link
+  still opens the item when wrapped in bold or italics (`''[[Mercury (film)]]''`); a link after
+  other text does not (`* The [[Day family]]`). Targets are normalised (`_` to space, first
+  letter upper-case); links into other namespaces or interwikis and section links (`A#B`) are
+  not entities; a target listed twice counts once (the authors read each link once);
+- pages keep when they have `--min-entities`..`--max-entities` entities (authors: 2..10).
+
+Named option (not the authors'): `--resolve-redirects` maps entity links through the dump's
+redirect pages (one hop), so that they match the article titles of the passage file.
+
+The authors' own route was the live Wikipedia API (pywikibot + wikipedia-api); `--source api`
+runs that route (see `gather_from_api`), which needs `pip install wikipedia-api pywikibot`, a
+network connection, and was NOT verified here (no network in the development environment).
+
+Python: `run(dump, output, ...)` (used by `build all`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import bz2
+import gzip
+import os
+import re
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+from generation.build.stage_io import format_stats, stats_path
+from generation.io_utils import atomic_write_json
+
+# The disambiguation templates of the English Wikipedia (Category:Disambiguation message boxes)
+# and their common redirects, lower-cased, spaces for underscores.
+DISAMBIGUATION_TEMPLATES: tuple[str, ...] = (
+    "disambiguation",
+    "disambig",
+    "disamb",
+    "dab",
+    "disambiguation page",
+    "hndis",
+    "human name disambiguation",
+    "geodis",
+    "geo-dis",
+    "geographic disambiguation",
+    "numberdis",
+    "number disambiguation",
+    "letter-numbercombdisambig",
+    "letter-number combination disambiguation",
+    "mil-unit-dis",
+    "military unit disambiguation",
+    "hospitaldis",
+    "hospital disambiguation",
+    "mathdab",
+    "mathematical disambiguation",
+    "schooldis",
+    "school disambiguation",
+    "roaddis",
+    "road disambiguation",
+    "call sign disambiguation",
+    "species latin name disambiguation",
+    "genus disambiguation",
+    "chinese title disambiguation",
+    "church disambiguation",
+    "place name disambiguation",
+)
+
+# Interwiki prefixes of the sister projects: a link like [[wikt:mercury]] is not an article.
+INTERWIKI_PREFIXES = frozenset(
+    "wikt wiktionary commons c w wikipedia meta m species wikispecies wikisource s wikiquote q "
+    "wikibooks b wikinews n wikivoyage voy wikidata d wikiversity v mw mediawikiwiki".split()
+)
+
+_SEE_ALSO = re.compile(r"^\s*=+\s*see also\s*=+\s*$", re.IGNORECASE | re.MULTILINE)
+_LIST_ITEM = re.compile(r"^[*#]+[:;]*\s*(.*)$")
+
+
+def normalize_title(name: str) -> str:
+    """A link target as MediaWiki names the page: `_` = space, single spaces, first letter upper."""
+    name = " ".join(name.replace("_", " ").split())
+    return name[:1].upper() + name[1:]
+
+
+def normalize_template(name: str) -> str:
+    """A template name for matching: lower-cased, `_` = space, no `Template:` prefix."""
+    name = " ".join(name.replace("_", " ").split()).lower()
+    if name.startswith("template:"):
+        name = name[len("template:") :].strip()
+    return name
+
+
+def _screen(templates: Iterable[str]) -> re.Pattern:
+    # A fast first look over every article's text; mwparserfromhell confirms the few that pass.
+    names = sorted({normalize_template(t) for t in templates}, key=len, reverse=True)
+    alternatives = "|".join(re.escape(n).replace(r"\ ", r"[ _]+") for n in names)
+    return re.compile(
+        r"\{\{\s*(?:template\s*:\s*)?(?:" + alternatives + r")\s*(?:\||\}\})", re.IGNORECASE
+    )
+
+
+def uses_template(wikitext: str, templates: frozenset[str]) -> bool:
+    """Whether the wikitext transcludes one of `templates` (normalised names)."""
+    import mwparserfromhell
+
+    code = mwparserfromhell.parse(wikitext)
+    return any(
+        normalize_template(str(t.name)) in templates for t in code.filter_templates(recursive=False)
+    )
+
+
+def _opening_link(code):
+    """The wikilink that opens a parsed list item (through bold/italics), or None."""
+    from mwparserfromhell.nodes import Comment, Tag, Text, Wikilink
+
+    for node in code.nodes:
+        if isinstance(node, Comment) or (isinstance(node, Text) and not node.value.strip()):
+            continue
+        if isinstance(node, Wikilink):
+            return node
+        if isinstance(node, Tag) and node.wiki_markup in ("''", "'''") and node.contents:
+            return _opening_link(node.contents)
+        return None
+    return None
+
+
+def list_entities(wikitext: str, namespaces: Iterable[str] = ()) -> list[str]:
+    """The entities of a disambiguation page: targets of links opening list items before See also.
+
+    Args:
+        wikitext: the page's wikitext.
+        namespaces: names of the wiki's namespaces other than the main one (links into them
+            are not entities).
+
+    Returns:
+        Normalised targets in page order, each once.
+    """
+    import mwparserfromhell
+
+    blocked = {n.lower() for n in namespaces if n} | INTERWIKI_PREFIXES
+    cut = _SEE_ALSO.search(wikitext)
+    body = wikitext[: cut.start()] if cut else wikitext
+    out: list[str] = []
+    for line in body.splitlines():
+        item = _LIST_ITEM.match(line)
+        if not item:
+            continue
+        link = _opening_link(mwparserfromhell.parse(item.group(1)))
+        if link is None:
+            continue
+        target = str(link.title).strip()
+        if not target or target.startswith(":") or "#" in target:
+            continue  # a colon link (category/file mention) or a link into a section
+        prefix, colon, _ = target.partition(":")
+        if colon and prefix.strip().lower() in blocked:
+            continue
+        title = normalize_title(target)
+        if title not in out:
+            out.append(title)
+    return out
+
+
+def _open_dump(path: Path):
+    if path.suffix == ".bz2":
+        return bz2.open(path, "rb")
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    return path.open("rb")
+
+
+def iter_disambiguation_pages(
+    dump: str | os.PathLike,
+    templates: Sequence[str] = DISAMBIGUATION_TEMPLATES,
+    redirects: dict[str, str] | None = None,
+    stats: dict | None = None,
+    progress: bool = True,
+) -> Iterator[tuple[str, list[str]]]:
+    """Streams a dump and yields (page title, entities) for each disambiguation page.
+
+    Args:
+        dump: the XML dump (plain, .bz2 or .gz).
+        templates: names of the disambiguation templates.
+        redirects: if given, filled with {redirect title: target} of the main namespace.
+        stats: if given, counts are added to it (articles, redirects, disambiguation pages).
+        progress: show a progress bar (pages).
+
+    Raises:
+        ValueError: the file is not a MediaWiki XML dump.
+    """
+    import mwxml
+    from tqdm import tqdm
+
+    wanted = frozenset(normalize_template(t) for t in templates)
+    screen = _screen(wanted)
+    stats = {} if stats is None else stats
+    for key in ("pages_read", "articles", "redirects", "disambiguation_pages"):
+        stats.setdefault(key, 0)
+    path = Path(dump)
+    with _open_dump(path) as f:
+        try:
+            parsed = mwxml.Dump.from_file(f)
+        except Exception as err:  # mwxml raises several types on a non-dump file
+            raise ValueError(f"{path}: not a MediaWiki XML dump ({err})") from None
+        namespaces = [ns.name for ns in (parsed.site_info.namespaces or []) if ns.id != 0]
+        for page in tqdm(parsed, desc=f"reading {path.name}", unit=" pages", disable=not progress):
+            stats["pages_read"] += 1
+            if page.namespace != 0:
+                continue
+            if page.redirect:
+                stats["redirects"] += 1
+                if redirects is not None:
+                    redirects[normalize_title(page.title)] = normalize_title(page.redirect)
+                continue
+            stats["articles"] += 1
+            text = None
+            for revision in page:  # the last revision is the current one
+                text = revision.text
+            if not text or not screen.search(text) or not uses_template(text, wanted):
+                continue
+            stats["disambiguation_pages"] += 1
+            yield page.title, list_entities(text, namespaces)
+
+
+def run(
+    dump: str | os.PathLike | None,
+    output: str | os.PathLike,
+    templates: Sequence[str] = DISAMBIGUATION_TEMPLATES,
+    min_entities: int = 2,
+    max_entities: int = 10,
+    resolve_redirects: bool = False,
+    source: str = "dump",
+    progress: bool = True,
+) -> dict:
+    """Runs the gather stage (see the module docstring for the schemas and the rule).
+
+    Args:
+        dump: the MediaWiki XML dump (ignored with source="api").
+        output: the map JSON to write.
+        templates: disambiguation template names.
+        min_entities / max_entities: pages kept (authors: 2..10).
+        resolve_redirects: map entities through the dump's redirects (named option).
+        source: "dump" (default) or "api" (the authors' live route; unverified offline).
+        progress: show a progress bar.
+
+    Returns:
+        The statistics as saved.
+    """
+    if source not in ("dump", "api"):
+        raise ValueError(f"source must be 'dump' or 'api', got {source!r}")
+    counts: dict[str, int] = {}
+    if source == "api":
+        found = gather_from_api(progress=progress)
+        counts["disambiguation_pages"] = len(found)
+    else:
+        if dump is None:
+            raise ValueError("the dump route needs --dump PATH")
+        redirects: dict[str, str] | None = {} if resolve_redirects else None
+        found = dict(iter_disambiguation_pages(dump, templates, redirects, counts, progress))
+        if redirects:
+            found = {
+                page: _unique(redirects.get(t, t) for t in titles) for page, titles in found.items()
+            }
+    kept = {p: ts for p, ts in found.items() if min_entities <= len(ts) <= max_entities}
+    atomic_write_json(output, kept)
+    stats = {
+        "stage": "gather",
+        "output": str(output),
+        **counts,
+        f"fewer_than_{min_entities}_entities": sum(len(t) < min_entities for t in found.values()),
+        f"more_than_{max_entities}_entities": sum(len(t) > max_entities for t in found.values()),
+        "pages_kept": len(kept),
+        "entities_kept": sum(map(len, kept.values())),
+    }
+    atomic_write_json(stats_path(output), stats)
+    print(format_stats(stats))
+    return stats
+
+
+def _unique(titles: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for t in titles:
+        if t not in out:
+            out.append(t)
+    return out
+
+
+# The categories the authors walked, with their recursion depths.
+API_CATEGORIES: tuple[tuple[str, int], ...] = (
+    ("Disambiguation pages", 0),
+    ("Buildings and structures disambiguation pages", 2),
+    ("Disambiguation pages with given-name-holder lists", 0),
+    ("Language and nationality disambiguation pages", 0),
+    ("Military units and formations disambiguation pages", 0),
+    ("Place name disambiguation pages", 1),
+    ("Science disambiguation pages", 3),
+    ("Disambiguation pages with surname-holder lists", 0),
+    ("Title and name disambiguation pages", 2),
+)
+
+
+def gather_from_api(
+    language: str = "en",
+    user_agent: str = "ambigdocs-toolkit (https://github.com/)",
+    progress: bool = True,
+) -> dict[str, list[str]]:
+    """The authors' live route: category members, then the links that start a line of each page.
+
+    UNVERIFIED: written against the documented `wikipediaapi` API but never run here (the
+    development machine has no network and the package is not installed). Pages are read
+    through `wikipediaapi`; an entity is a page link whose title starts a line of the page's
+    plain text before "See also", as in the authors' script.
+
+    Raises:
+        ImportError: `wikipedia-api` is not installed.
+    """
+    try:
+        import wikipediaapi
+    except ImportError as err:
+        raise ImportError("--source api needs `pip install wikipedia-api`") from err
+    from tqdm import tqdm
+
+    wiki = wikipediaapi.Wikipedia(
+        user_agent=user_agent, language=language, extract_format=wikipediaapi.ExtractFormat.WIKI
+    )
+    titles: list[str] = []
+    for name, depth in API_CATEGORIES:
+        _category_members(wiki.page(f"Category:{name}"), depth, titles)
+    out: dict[str, list[str]] = {}
+    for title in tqdm(dict.fromkeys(titles), desc="disambiguation pages", disable=not progress):
+        page = wiki.page(title)
+        text = page.text
+        cut = text.find("See also")
+        if cut != -1:
+            text = text[:cut]
+        entities = [
+            lk for lk in page.links if text.find(lk) > 0 and text[text.find(lk) - 1] == "\n"
+        ]
+        if entities:
+            out[title] = entities
+    return out
+
+
+def _category_members(category, depth: int, into: list[str]) -> None:
+    for member in category.categorymembers.values():
+        if member.ns == 0:
+            into.append(member.title)
+        elif member.ns == 14 and depth > 0:
+            _category_members(member, depth - 1, into)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ambigdocs build gather",
+        description="Build the disambiguation map {page: [entity titles]} (pipeline.md §1).",
+    )
+    p.add_argument("--dump", help="MediaWiki XML dump (.xml, .xml.bz2, .xml.gz)")
+    p.add_argument("--output", required=True, help="the map JSON to write")
+    p.add_argument(
+        "--templates",
+        nargs="+",
+        default=list(DISAMBIGUATION_TEMPLATES),
+        help="disambiguation template names (default: the English Wikipedia's)",
+    )
+    p.add_argument("--min-entities", type=int, default=2)
+    p.add_argument("--max-entities", type=int, default=10)
+    p.add_argument(
+        "--resolve-redirects",
+        action="store_true",
+        help="map entity links through the dump's redirects (not the authors')",
+    )
+    p.add_argument(
+        "--source",
+        choices=("dump", "api"),
+        default="dump",
+        help="dump (default) or api: the authors' live route (needs wikipedia-api; unverified)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        run(
+            args.dump,
+            args.output,
+            templates=args.templates,
+            min_entities=args.min_entities,
+            max_entities=args.max_entities,
+            resolve_redirects=args.resolve_redirects,
+            source=args.source,
+            progress=not args.no_progress,
+        )
+    except (ValueError, FileNotFoundError, ImportError) as err:
+        print(f"ambigdocs build gather: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""`ambigdocs build split`: train / dev / test with no passage shared between splits (pipeline.md §5).
+
+    ambigdocs build split --input expanded.jsonl --output-dir data/ [--seed 0]
+        [--fractions 0.6 0.1 0.3]
+
+Input (`--input`, the `expand` stage's output; JSONL, a JSON array, or Parquet), one row per
+example:
+
+    {"surface_name": "Judge Day (disambiguation)",    # the disambiguation page title
+     "question": "What is the state where Judge Day was born?",
+     "documents": [{"pid": "123", "title": "Charles Bernard Day", "text": "...",
+                    "answer": "Alabama"},
+                   ...],                              # seed answers first, then expanded ones
+     ...}                                             # any other fields are ignored
+
+A row with a `status` field other than `ok` is left out (and counted). `pid` may be a string or
+an int; it is written as a string, as in the release.
+
+Output (`--output-dir`): the release's raw layout, which `ambigdocs.load_ambigdocs(data_dir=...)`
+reads directly: `train.json`, `dev.json` (the validation split) and `test.json`, each a JSON array
+of rows
+
+    {"qid": 0, "ambiguous_entity": "Judge Day", "question": "...",
+     "documents": [{"title": ..., "text": ..., "pid": ..., "answer": ...}, ...]}
+
+- `qid` is the row's position among the kept input rows (0, 1, ...): stable whatever the seed;
+- `ambiguous_entity` is the surface name without a trailing `(disambiguation)`;
+- rows within a split are in qid order.
+
+The split: examples that share a passage id are grouped (union-find over pids), the groups are
+shuffled with `random.Random(seed)` and dealt in that order: a group goes to train while train
+holds less than 60% of all examples, then to dev until train + dev hold 70%, then to test. Whole
+groups move, so no passage is in two splits. Statistics: `<output-dir>/split.stats.json`.
+
+Python: `run(input, output_dir, seed=0, fractions=(0.6, 0.1, 0.3))` (used by `build all`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ambigdocs import DOCUMENT_FEATURES, RAW_FILE_NAMES
+from generation.build.stage_io import format_stats, read_stage, stats_path
+from generation.io_utils import atomic_write_json
+from generation.prompts import strip_disambiguation
+
+SPLITS = ("train", "validation", "test")
+DEFAULT_FRACTIONS = (0.6, 0.1, 0.3)
+
+
+def _file_name(split: str) -> str:
+    # The release's own names: train.json, dev.json, test.json.
+    return RAW_FILE_NAMES[split][0]
+
+
+def to_release_row(row: Mapping, qid: int, where: str) -> dict:
+    """One input row in the release's raw row schema.
+
+    Args:
+        row: the input row.
+        qid: its qid.
+        where: names the row in error messages (file and row index).
+
+    Raises:
+        ValueError: a field is missing or of the wrong type; names the row and the field.
+    """
+
+    def fail(field: str, why: str) -> ValueError:
+        return ValueError(f"{where}: field {field!r} {why}")
+
+    for field in ("surface_name", "question"):
+        if not isinstance(row.get(field), str) or not row[field].strip():
+            raise fail(field, "must be a non-empty string")
+    docs = row.get("documents")
+    if not isinstance(docs, list) or not docs:
+        raise fail("documents", "must be a non-empty list")
+    out_docs = []
+    for d, doc in enumerate(docs):
+        if not isinstance(doc, Mapping):
+            raise fail(f"documents[{d}]", "must be an object")
+        out = {}
+        for key in DOCUMENT_FEATURES:
+            value = doc.get(key)
+            if key == "pid" and isinstance(value, int) and not isinstance(value, bool):
+                value = str(value)
+            if not isinstance(value, str):
+                raise fail(f"documents[{d}].{key}", f"must be a string, got {value!r}")
+            out[key] = value
+        out_docs.append(out)
+    return {
+        "qid": qid,
+        "ambiguous_entity": strip_disambiguation(row["surface_name"]),
+        "question": row["question"],
+        "documents": out_docs,
+    }
+
+
+class _UnionFind:
+    def __init__(self, n: int):
+        self.parent = list(range(n))
+
+    def find(self, x: int) -> int:
+        root = x
+        while self.parent[root] != root:
+            root = self.parent[root]
+        while self.parent[x] != root:  # path compression
+            self.parent[x], x = root, self.parent[x]
+        return root
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def passage_groups(rows: Sequence[Mapping]) -> list[list[int]]:
+    """Indices of rows grouped so that rows sharing a passage id are in one group.
+
+    Returns:
+        The groups, each sorted, ordered by their first row.
+    """
+    uf = _UnionFind(len(rows))
+    first_row: dict[str, int] = {}
+    for i, row in enumerate(rows):
+        for doc in row["documents"]:
+            j = first_row.setdefault(doc["pid"], i)
+            uf.union(i, j)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(rows)):
+        groups.setdefault(uf.find(i), []).append(i)
+    return sorted(groups.values(), key=lambda g: g[0])
+
+
+def assign_splits(
+    groups: Sequence[Sequence[int]], seed: int = 0, fractions: Sequence[float] = DEFAULT_FRACTIONS
+) -> dict[str, list[int]]:
+    """Deals shuffled groups to train / validation / test by cumulative targets.
+
+    Returns:
+        split name -> sorted row indices.
+    """
+    if len(fractions) != 3 or any(f < 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6:
+        raise ValueError(f"fractions must be three non-negative numbers summing to 1: {fractions}")
+    order = list(range(len(groups)))
+    random.Random(seed).shuffle(order)
+    total = sum(len(g) for g in groups)
+    bounds = (fractions[0] * total, (fractions[0] + fractions[1]) * total)
+    out: dict[str, list[int]] = {s: [] for s in SPLITS}
+    placed = 0
+    for g in order:
+        split = "train" if placed < bounds[0] else "validation" if placed < bounds[1] else "test"
+        out[split].extend(groups[g])
+        placed += len(groups[g])
+    return {s: sorted(ix) for s, ix in out.items()}
+
+
+def run(
+    input: str | os.PathLike,
+    output_dir: str | os.PathLike,
+    seed: int = 0,
+    fractions: Sequence[float] = DEFAULT_FRACTIONS,
+    progress: bool = True,
+) -> dict:
+    """Runs the split stage (see the module docstring for the schemas and the rule).
+
+    Args:
+        input: the expand stage's output.
+        output_dir: where train.json, dev.json, test.json and split.stats.json go.
+        seed: the shuffle's seed.
+        fractions: train, validation, test shares (authors: 0.6, 0.1, 0.3).
+        progress: show a progress bar over the rows.
+
+    Returns:
+        The statistics as saved.
+
+    Raises:
+        ValueError: a malformed row (naming its index and field) or bad fractions.
+    """
+    from tqdm import tqdm
+
+    rows = read_stage(input)
+    kept, skipped = [], {}
+    for index, row in enumerate(tqdm(rows, desc="split: checking rows", disable=not progress)):
+        status = row.get("status", "ok")
+        if status != "ok":
+            skipped[status] = skipped.get(status, 0) + 1
+            continue
+        kept.append(to_release_row(row, qid=len(kept), where=f"{input}, row {index}"))
+
+    groups = passage_groups(kept)
+    assigned = assign_splits(groups, seed=seed, fractions=fractions)
+    _check_disjoint(kept, assigned)
+
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for split, indices in assigned.items():
+        atomic_write_json(out / _file_name(split), [kept[i] for i in indices], indent=None)
+    stats = {
+        "stage": "split",
+        "output": str(out),
+        "input_rows": len(rows),
+        **{f"skipped_{status}": n for status, n in skipped.items()},
+        "examples": len(kept),
+        "passage_groups": len(groups),
+        "largest_group": max((len(g) for g in groups), default=0),
+        **{split: len(ix) for split, ix in assigned.items()},
+        **{
+            f"{split}_fraction": len(ix) / len(kept) if kept else 0.0
+            for split, ix in assigned.items()
+        },
+        "seed": seed,
+    }
+    atomic_write_json(stats_path(out / "split"), stats)
+    print(format_stats(stats))
+    return stats
+
+
+def _check_disjoint(rows: Sequence[Mapping], assigned: Mapping[str, Sequence[int]]) -> None:
+    # Cheap, and the property the stage exists for: fail loudly rather than write a leaky split.
+    owner: dict[str, str] = {}
+    for split, indices in assigned.items():
+        for i in indices:
+            for doc in rows[i]["documents"]:
+                if owner.setdefault(doc["pid"], split) != split:
+                    raise AssertionError(
+                        f"passage {doc['pid']} is in {owner[doc['pid']]} and {split}"
+                    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ambigdocs build split",
+        description="Split examples 60/10/30 with no passage shared between splits (§5).",
+    )
+    p.add_argument("--input", required=True, help="the expand stage's output (JSONL/JSON/Parquet)")
+    p.add_argument("--output-dir", required=True, help="folder for train.json, dev.json, test.json")
+    p.add_argument("--seed", type=int, default=0, help="shuffle seed (default 0)")
+    p.add_argument(
+        "--fractions",
+        type=float,
+        nargs=3,
+        default=list(DEFAULT_FRACTIONS),
+        metavar=("TRAIN", "DEV", "TEST"),
+        help="split shares (default 0.6 0.1 0.3)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        run(
+            args.input,
+            args.output_dir,
+            seed=args.seed,
+            fractions=args.fractions,
+            progress=not args.no_progress,
+        )
+    except (ValueError, FileNotFoundError) as err:
+        print(f"ambigdocs build split: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""The split stage (pipeline.md §5): 60/10/30, whole passage groups, the release's raw layout."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ambigdocs import load_ambigdocs
+from generation.build import split
+
+
+def _row(i, pids, status=None, sn=None):
+    row = {
+        "surface_name": sn or f"Name {i} (disambiguation)",
+        "question": f"What is Name {i} known for?",
+        "documents": [
+            {"pid": p, "title": f"Name {i} ({p})", "text": f"text of {p}", "answer": f"a{p}"}
+            for p in pids
+        ],
+        "raw_output": "ignored",
+    }
+    if status is not None:
+        row["status"] = status
+    return row
+
+
+def _rows(n=60, shared_every=7, rng_seed=0):
+    rng = random.Random(rng_seed)
+    rows = []
+    for i in range(n):
+        pids = [f"p{i}a", f"p{i}b"]
+        if i % shared_every == 0 and i:
+            pids.append(f"p{rng.randrange(i)}a")  # shares a passage with an earlier example
+        rows.append(_row(i, pids))
+    return rows
+
+
+def _pids(rows):
+    return {d["pid"] for r in rows for d in r["documents"]}
+
+
+def test_groups_follow_shared_passages():
+    rows = [
+        _row(0, ["a", "b"]),
+        _row(1, ["c"]),
+        _row(2, ["b", "d"]),
+        _row(3, ["d"]),
+        _row(4, ["e"]),
+    ]
+    assert split.passage_groups(rows) == [[0, 2, 3], [1], [4]]
+
+
+def test_fractions_and_seed():
+    groups = [[i] for i in range(100)]
+    out = split.assign_splits(groups, seed=3)
+    assert [len(out[s]) for s in split.SPLITS] == [60, 10, 30]
+    assert out == split.assign_splits(groups, seed=3)
+    assert out != split.assign_splits(groups, seed=4)
+    with pytest.raises(ValueError, match="fractions"):
+        split.assign_splits(groups, fractions=(0.5, 0.1, 0.1))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(0, 40), min_size=1, max_size=3), max_size=40), st.integers(0, 5)
+)
+def test_no_passage_in_two_splits(pid_lists, seed):
+    rows = [{"documents": [{"pid": str(p)} for p in pids]} for pids in pid_lists]
+    out = split.assign_splits(split.passage_groups(rows), seed=seed)
+    seen = {}
+    for name, indices in out.items():
+        for i in indices:
+            for d in rows[i]["documents"]:
+                assert seen.setdefault(d["pid"], name) == name
+    assert sorted(i for ix in out.values() for i in ix) == list(range(len(rows)))
+
+
+def test_stage_writes_the_release_layout(tmp_path, capsys):
+    from generation.cli import main
+
+    rows = _rows()
+    rows.insert(5, _row(99, ["x"], status="not_entailed"))
+    rows[7]["documents"][0]["pid"] = 12345  # an int pid is written as a string
+    src = tmp_path / "expanded.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "data"
+    assert (
+        main(["build", "split", "--input", str(src), "--output-dir", str(out), "--no-progress"])
+        == 0
+    )
+
+    stats = json.loads((out / "split.stats.json").read_text())
+    assert stats["examples"] == 60 and stats["skipped_not_entailed"] == 1
+    assert "passage_groups" in capsys.readouterr().out
+    files = {
+        name: json.loads((out / f).read_text())
+        for name, f in [("train", "train.json"), ("validation", "dev.json"), ("test", "test.json")]
+    }
+    assert sum(map(len, files.values())) == 60
+    assert abs(len(files["train"]) - 36) <= 3 and abs(len(files["test"]) - 18) <= 3
+    qids = sorted(r["qid"] for rs in files.values() for r in rs)
+    assert qids == list(range(60))
+    by_qid = {r["qid"]: r for rs in files.values() for r in rs}
+    assert by_qid[0]["ambiguous_entity"] == "Name 0"
+    assert by_qid[6]["documents"][0]["pid"] == "12345"  # input row 7 is qid 6 (row 5 skipped)
+    assert set(by_qid[0]) == {"qid", "ambiguous_entity", "question", "documents"}
+    assert set(by_qid[0]["documents"][0]) == {"title", "text", "pid", "answer"}
+    names = list(files)
+    for a in range(3):
+        for b in range(a + 1, 3):
+            assert not _pids(files[names[a]]) & _pids(files[names[b]])
+
+    ds = load_ambigdocs(data_dir=out, cache_dir=str(tmp_path / "cache"))
+    assert {k: len(v) for k, v in ds.items()} == {k: len(v) for k, v in files.items()}
+    assert ds["test"][0]["documents"][0]["pid"] == files["test"][0]["documents"][0]["pid"]
+
+    # Same seed, same files; the qids do not depend on the seed.
+    out2 = tmp_path / "data2"
+    split.run(src, out2, progress=False)
+    assert (out2 / "train.json").read_text() == (out / "train.json").read_text()
+    out3 = tmp_path / "data3"
+    split.run(src, out3, seed=1, progress=False)
+    assert (out3 / "train.json").read_text() != (out / "train.json").read_text()
+
+
+def test_bad_rows_name_the_row_and_field(tmp_path):
+    src = tmp_path / "bad.jsonl"
+    rows = [_row(0, ["a"]), _row(1, ["b"])]
+    del rows[1]["documents"][0]["answer"]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(ValueError, match=r"row 1: field 'documents\[0\]\.answer'"):
+        split.run(src, tmp_path / "o", progress=False)
+    rows[1] = {"question": "q?", "documents": []}
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(ValueError, match=r"row 1: field 'surface_name'"):
+        split.run(src, tmp_path / "o", progress=False)
