@@ -31,8 +31,11 @@ test: setup
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
+# Speed benchmarks on CPU; each prints its ratio against the naive method on the same data.
 bench: setup
 	$(OFFLINE) $(BIN)/python benchmarks/bench_evaluate.py
+	$(OFFLINE) $(BIN)/python benchmarks/bench_seed.py
+	$(OFFLINE) $(BIN)/python benchmarks/bench_generation.py
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache
