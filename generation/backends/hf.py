@@ -1,0 +1,282 @@
+"""The transformers back-end: batched greedy generation with left padding.
+
+Why it is faster than the authors' loop (one `generate` call per example): prompts are sorted by
+token length and cut into batches of similar length, so a batch carries little padding; the
+results are put back in input order.
+
+Why greedy outputs do not depend on the batch size: with left padding, the attention mask hides
+the pads and `generate` derives the position ids from the mask (cumsum - 1), so a padded prompt
+sees exactly the positions and keys it would see alone. What remains are rounding differences of
+the order of 1e-7 (float32) between matrix products of different shapes; they can flip a greedy
+token only when two logits tie to that precision. The back-end therefore computes in float32 on
+CPU by default, and `tests/test_backends_hf.py` checks that batch sizes 1, 2 and 5 give the same
+tokens on the tiny Llama. On GPUs in bfloat16 the rounding is ~1e-3 and rare flips are possible;
+pass `dtype="float32"` when exact batch-size independence matters more than speed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from generation.backends.base import Generation
+from generation.prompts import Prompt
+
+
+def pick_device(device: str | None = None) -> str:
+    """`device` if given, else `cuda`, `mps` or `cpu`, the first that is available."""
+    if device:
+        return str(device)
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def pick_dtype(dtype: str | None, device: str):
+    """The torch dtype: a named one, or for `auto`/None bfloat16 on GPUs that support it,
+    float16 on other accelerators and float32 on CPU (CPU half precision is slow and lossy).
+
+    Raises:
+        ValueError: an unknown dtype name.
+    """
+    import torch
+
+    if dtype not in (None, "auto"):
+        if isinstance(dtype, torch.dtype):
+            return dtype
+        named = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+        if dtype not in named:
+            raise ValueError(f"dtype must be auto or one of {sorted(named)}, got {dtype!r}")
+        return named[dtype]
+    if device.startswith("cuda"):
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if device.startswith("mps"):
+        return torch.float16
+    return torch.float32
+
+
+def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices cut into batches of similar length, longest first.
+
+    Longest first so that an out-of-memory error shows up in the first batch, not after an hour.
+    The sort is stable, so equal lengths keep input order and the batching is deterministic.
+
+    Raises:
+        ValueError: batch_size < 1.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def tokenizer_has_chat_template(tokenizer) -> bool:
+    """Whether the tokenizer can render chat messages."""
+    return bool(getattr(tokenizer, "chat_template", None))
+
+
+def render_prompt(tokenizer, prompt: Prompt, model_name: str = "the model") -> str:
+    """The text a model reads: a string as is; chat messages through the chat template, with
+    the generation prompt (the assistant turn's opening).
+
+    Raises:
+        ValueError: chat messages but the tokenizer has no chat template.
+    """
+    if isinstance(prompt, str):
+        return prompt
+    if not tokenizer_has_chat_template(tokenizer):
+        raise ValueError(
+            f"{model_name}: the tokenizer has no chat template; use plain prompts "
+            "(--prompt-format plain)"
+        )
+    return tokenizer.apply_chat_template(list(prompt), tokenize=False, add_generation_prompt=True)
+
+
+def encode_prompt(tokenizer, prompt: Prompt, model_name: str = "the model") -> list[int]:
+    """Token ids of one prompt. A plain string gets the tokenizer's special tokens (e.g. BOS); a
+    rendered chat template already holds them, so none are added (no double BOS). The hf and
+    vllm back-ends both tokenise through here, so they read the same ids."""
+    text = render_prompt(tokenizer, prompt, model_name)
+    return tokenizer(text, add_special_tokens=isinstance(prompt, str))["input_ids"]
+
+
+class HFBackend:
+    """Greedy generation with a transformers causal LM, optionally with a PEFT adapter.
+
+    `load_backend("hf", model, **options)` creates it; the options are the keyword arguments.
+
+    Args:
+        model: a local folder or Hub id of a causal LM (and its tokenizer).
+        batch_size: prompts per `generate` call (default 8); batches group prompts of similar
+            token length.
+        adapter: a PEFT adapter folder (e.g. `ambigdocs distill` output) loaded on top of the
+            base model; None for the base model alone.
+        dtype: `auto` (default: bfloat16/float16 on accelerators, float32 on CPU), `float32`,
+            `float16` or `bfloat16`.
+        device: `cuda`, `cuda:1`, `mps`, `cpu`...; default the first available of cuda, mps, cpu.
+        tokenizer: a tokenizer folder or id when it differs from `model` (e.g. an adapter
+            folder that saved its tokenizer).
+        trust_remote_code: passed to `from_pretrained`.
+        show_progress: a tqdm bar over batches inside one `generate` call.
+
+    Prompts: a plain string is tokenised as is (with the tokenizer's special tokens such as
+    BOS); a list of chat messages is rendered with the tokenizer's chat template (with the
+    generation prompt) and then tokenised without adding special tokens again.
+    """
+
+    name = "hf"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        batch_size: int = 8,
+        adapter: str | None = None,
+        dtype: str | None = "auto",
+        device: str | None = None,
+        tokenizer: str | None = None,
+        trust_remote_code: bool = False,
+        show_progress: bool = False,
+    ):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.model_name = str(model)
+        self.batch_size = batch_size
+        self.show_progress = show_progress
+        self.device = pick_device(device)
+        self.dtype = pick_dtype(dtype, self.device)
+        self.tokenizer = AutoTokenizer.from_pretrained(
+            str(tokenizer or model), trust_remote_code=trust_remote_code
+        )
+        # Left padding: every prompt ends where generation starts, so new tokens line up.
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            # Llama-style tokenizers ship without a pad token; the mask hides it anyway.
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        lm = AutoModelForCausalLM.from_pretrained(
+            str(model), dtype=self.dtype, trust_remote_code=trust_remote_code
+        )
+        if adapter:
+            from peft import PeftModel
+
+            lm = PeftModel.from_pretrained(lm, str(adapter))
+        self.model = lm.to(self.device).eval()
+        self._torch = torch
+        eos = self.model.generation_config.eos_token_id
+        if eos is None:
+            eos = self.tokenizer.eos_token_id
+        self.eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
+
+    @property
+    def has_chat_template(self) -> bool:
+        """Whether the tokenizer can render chat messages."""
+        return tokenizer_has_chat_template(self.tokenizer)
+
+    def render(self, prompt: Prompt) -> str:
+        """The text the model reads for one prompt (see `render_prompt`)."""
+        return render_prompt(self.tokenizer, prompt, self.model_name)
+
+    def encode(self, prompts: Sequence[Prompt]) -> list[list[int]]:
+        """Token ids per prompt (see `encode_prompt`)."""
+        return [encode_prompt(self.tokenizer, p, self.model_name) for p in prompts]
+
+    def generate(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        max_new_tokens: int,
+        return_scores: bool = False,
+    ) -> list[Generation]:
+        """Greedy continuations, one per prompt, in input order.
+
+        Args:
+            prompts: plain strings or chat message lists.
+            max_new_tokens: the generation budget per prompt.
+            return_scores: also fill `Generation.mean_nll`, the mean over generated tokens
+                (up to and including the first EOS; later pads excluded) of -log p(token)
+                under the model's raw (unprocessed) distribution.
+
+        Returns:
+            One `Generation` per prompt, in input order.
+        """
+        if not prompts:
+            return []
+        encoded = self.encode(prompts)
+        for i, ids in enumerate(encoded):
+            if not ids:
+                raise ValueError(f"prompt {i}: empty after tokenisation")
+        results: list[Generation | None] = [None] * len(prompts)
+        batches = length_sorted_batches([len(x) for x in encoded], self.batch_size)
+        if self.show_progress:
+            from tqdm.auto import tqdm
+
+            batches = tqdm(batches, desc="generate", unit="batch")
+        for batch in batches:
+            outs = self._generate_batch([encoded[i] for i in batch], max_new_tokens, return_scores)
+            for i, out in zip(batch, outs, strict=True):
+                results[i] = out
+        return results  # type: ignore[return-value]
+
+    def _generate_batch(
+        self, batch_ids: list[list[int]], max_new_tokens: int, return_scores: bool
+    ) -> list[Generation]:
+        torch = self._torch
+        padded = self.tokenizer.pad(
+            {"input_ids": batch_ids}, padding=True, return_tensors="pt", padding_side="left"
+        )
+        input_ids = padded["input_ids"].to(self.device)
+        attention_mask = padded["attention_mask"].to(self.device)
+        with torch.inference_mode():
+            out = self.model.generate(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                num_beams=1,
+                # The model's generation_config may ask for sampling; greedy is the protocol.
+                temperature=None,
+                top_p=None,
+                top_k=None,
+                pad_token_id=self.tokenizer.pad_token_id,
+                return_dict_in_generate=True,
+                output_logits=return_scores,
+            )
+        new_tokens = out.sequences[:, input_ids.shape[1] :].tolist()
+        nll = None
+        if return_scores:
+            # logits: one (batch, vocab) tensor per step; -log p of the token actually taken,
+            # step by step so that no (batch, steps, vocab) copy is made.
+            taken = out.sequences[:, input_ids.shape[1] :]
+            steps = [
+                -torch.log_softmax(step.float(), dim=-1).gather(-1, taken[:, k : k + 1])[:, 0]
+                for k, step in enumerate(out.logits)
+            ]
+            nll = torch.stack(steps, dim=1).tolist()
+        results = []
+        for row, tokens in enumerate(new_tokens):
+            n, text_end = len(tokens), len(tokens)
+            for k, t in enumerate(tokens):
+                if t in self.eos_ids:
+                    # The EOS is generated (it counts and is scored) but is not text; what
+                    # follows it is padding.
+                    n, text_end = k + 1, k
+                    break
+            text = self.tokenizer.decode(tokens[:text_end], skip_special_tokens=True)
+            mean_nll = None
+            if nll is not None:
+                mean_nll = math.fsum(nll[row][:n]) / n if n else 0.0
+            results.append(Generation(text=text, num_tokens=n, mean_nll=mean_nll))
+        return results
+
+    def close(self) -> None:
+        """Drops the model and frees accelerator memory."""
+        self.model = None
+        if self.device.startswith("cuda"):
+            self._torch.cuda.empty_cache()

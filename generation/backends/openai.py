@@ -1,0 +1,210 @@
+"""The OpenAI back-end: GPT-4 / GPT-3.5 as in the paper, or any OpenAI-compatible server.
+
+Requests run concurrently (a thread pool of `max_concurrency`), each retried with exponential
+backoff and jitter on 429, 5xx, timeouts and connection errors (a `Retry-After` header, when the
+server sends one, sets the wait). Other errors (400, 401, 404...) fail at once: retrying cannot
+fix them. The key comes from `api_key=` or `OPENAI_API_KEY` and is never printed: error messages
+carry the status and the server's message, not the request headers.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from generation.backends.base import Generation
+from generation.prompts import Prompt
+
+RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
+
+
+class OpenAIBackend:
+    """Greedy (temperature 0) chat completions through the `openai` client.
+
+    `load_backend("openai", model, **options)` creates it; the options are the keyword arguments.
+
+    Args:
+        model: the API model name (`gpt-4`, `gpt-3.5-turbo`, or the server's model id).
+        base_url: an OpenAI-compatible server (e.g. `http://localhost:8000/v1` for `vllm serve`);
+            default the OpenAI API (or `OPENAI_BASE_URL`).
+        api_key: default `OPENAI_API_KEY`; required for the OpenAI API, optional with base_url.
+        max_concurrency: requests in flight at once (default 8).
+        max_retries: retries per request after the first try (default 6).
+        backoff_base: seconds before the first retry, doubled each time up to `backoff_max`
+            (default 1.0 and 60.0), times a random factor in [0.5, 1.5).
+        timeout: seconds per request (default 120).
+        max_tokens_param: `max_tokens` (default, what compatible servers accept) or
+            `max_completion_tokens` (what newer OpenAI models require).
+        seed: passed to the API (best-effort determinism); None to omit.
+        show_progress: a tqdm bar over requests.
+
+    Prompts: chat messages are sent as they are; a plain string becomes one user message.
+    `return_scores=True` asks for log-probabilities and fills `Generation.mean_nll`.
+    """
+
+    name = "openai"
+    has_chat_template = True  # chat models: the runner defaults to chat prompts
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_concurrency: int = 8,
+        max_retries: int = 6,
+        backoff_base: float = 1.0,
+        backoff_max: float = 60.0,
+        timeout: float = 120.0,
+        max_tokens_param: str = "max_tokens",
+        seed: int | None = None,
+        show_progress: bool = False,
+        batch_size: int | None = None,  # accepted for a uniform CLI; concurrency is what counts
+    ):
+        import openai
+
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
+            raise ValueError("max_tokens_param must be max_tokens or max_completion_tokens")
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if base_url is None and not os.environ.get("OPENAI_BASE_URL"):
+                raise ValueError(
+                    "the openai back-end needs an API key: set OPENAI_API_KEY "
+                    "(or pass --base-url for a local server that needs none)"
+                )
+            key = "EMPTY"  # local servers usually ignore the key, the client needs one
+        self.model_name = model
+        self.max_concurrency = max_concurrency
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.max_tokens_param = max_tokens_param
+        self.seed = seed
+        self.show_progress = show_progress
+        self._openai = openai
+        # The client's own retries are off: ours are explicit, logged and tested.
+        self.client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
+        self._rng = random.Random()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"OpenAIBackend(model={self.model_name!r}, base_url={str(self.client.base_url)!r})"
+
+    def generate(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        max_new_tokens: int,
+        return_scores: bool = False,
+    ) -> list[Generation]:
+        """One chat completion per prompt, `max_concurrency` at a time, in input order.
+
+        Raises:
+            RuntimeError: a request failed for good (after retries when they apply); the
+                message names the prompt index and the HTTP status.
+        """
+        if not prompts:
+            return []
+        results: list[Generation | None] = [None] * len(prompts)
+        bar = None
+        if self.show_progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(prompts), desc="requests", unit="req")
+
+        def work(i: int) -> None:
+            results[i] = self._one(i, prompts[i], max_new_tokens, return_scores)
+            if bar is not None:
+                bar.update(1)
+
+        with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
+            # list(): re-raises the first failure here, in the caller's thread.
+            list(pool.map(work, range(len(prompts))))
+        if bar is not None:
+            bar.close()
+        return results  # type: ignore[return-value]
+
+    def _messages(self, prompt: Prompt) -> list[dict]:
+        if isinstance(prompt, str):
+            return [{"role": "user", "content": prompt}]
+        return [dict(m) for m in prompt]
+
+    def _one(self, index: int, prompt: Prompt, max_new_tokens: int, return_scores: bool):
+        openai = self._openai
+        request = {
+            "model": self.model_name,
+            "messages": self._messages(prompt),
+            "temperature": 0,
+            self.max_tokens_param: max_new_tokens,
+        }
+        if self.seed is not None:
+            request["seed"] = self.seed
+        if return_scores:
+            request["logprobs"] = True
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = self.client.chat.completions.create(**request)
+                return self._to_generation(response, return_scores)
+            except openai.APIStatusError as err:
+                status, retry_after = err.status_code, _retry_after(err)
+                reason = f"HTTP {status}: {_server_message(err)}"
+                if status not in RETRYABLE_STATUS:
+                    raise RuntimeError(f"prompt {index}: {reason}") from None
+            except (openai.APITimeoutError, openai.APIConnectionError) as err:
+                retry_after, reason = None, type(err).__name__
+            if attempt == self.max_retries:
+                raise RuntimeError(
+                    f"prompt {index}: gave up after {self.max_retries + 1} tries ({reason})"
+                )
+            time.sleep(self._backoff(attempt, retry_after))
+        raise AssertionError("unreachable")
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.backoff_max)
+        with self._lock:
+            jitter = self._rng.uniform(0.5, 1.5)
+        return min(self.backoff_base * (2**attempt), self.backoff_max) * jitter
+
+    @staticmethod
+    def _to_generation(response, return_scores: bool) -> Generation:
+        choice = response.choices[0]
+        text = choice.message.content or ""
+        usage = getattr(response, "usage", None)
+        n = getattr(usage, "completion_tokens", None) if usage is not None else None
+        mean_nll = None
+        if return_scores:
+            content = getattr(choice.logprobs, "content", None) if choice.logprobs else None
+            if content:
+                mean_nll = -sum(t.logprob for t in content) / len(content)
+                n = n if n is not None else len(content)
+        return Generation(text=text, num_tokens=n, mean_nll=mean_nll)
+
+    def close(self) -> None:
+        """Closes the HTTP connections."""
+        self.client.close()
+
+
+def _retry_after(err) -> float | None:
+    """Seconds from a `Retry-After` header (seconds form), or None."""
+    try:
+        value = err.response.headers.get("retry-after")
+        return max(0.0, float(value)) if value is not None else None
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+def _server_message(err) -> str:
+    """The server's error message, short; never the request (which holds the key)."""
+    body = getattr(err, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])[:300]
+    return str(getattr(err, "message", "") or type(err).__name__)[:300]

@@ -1,0 +1,185 @@
+"""The vLLM back-end: an optional dependency, imported only when this back-end is chosen.
+
+vLLM schedules its own batches (continuous batching), so every call hands it all prompts at
+once. Prompts are tokenised by `generation.backends.hf.encode_prompt`, exactly as the hf
+back-end does (chat template for messages, special tokens for plain strings), and passed to vLLM
+as token ids, so the two back-ends read the same input.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from generation.backends.base import Generation
+from generation.backends.hf import encode_prompt, tokenizer_has_chat_template
+from generation.prompts import Prompt
+
+INSTALL_HINT = (
+    "the vllm back-end needs the optional package vllm (pip install vllm, on a Linux machine "
+    "with a CUDA GPU); use --backend hf otherwise"
+)
+
+
+def import_vllm():
+    """The vllm module.
+
+    Raises:
+        ImportError: vllm is not installed (the message says how to install it).
+    """
+    try:
+        import vllm
+    except ImportError as err:
+        raise ImportError(f"{INSTALL_HINT} ({err})") from err
+    return vllm
+
+
+def sampling_kwargs(max_new_tokens: int, return_scores: bool, seed: int | None = 0) -> dict:
+    """Greedy decoding in vLLM's terms; `logprobs=0` returns only the chosen tokens' logprobs.
+
+    Raises:
+        ValueError: max_new_tokens < 1.
+    """
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    kwargs = {"temperature": 0.0, "top_p": 1.0, "max_tokens": max_new_tokens}
+    if seed is not None:
+        kwargs["seed"] = seed
+    if return_scores:
+        kwargs["logprobs"] = 0
+    return kwargs
+
+
+def mean_nll(token_ids: Sequence[int], logprobs) -> float | None:
+    """Mean of -log p over the generated tokens, from vLLM's per-step logprob dicts.
+
+    Args:
+        token_ids: the generated token ids.
+        logprobs: one dict per step mapping token id -> an object with `.logprob` (vLLM's
+            `Logprob`) or a float; None when not requested.
+
+    Raises:
+        ValueError: a step lacks the logprob of its chosen token.
+    """
+    if logprobs is None:
+        return None
+    if not token_ids:
+        return 0.0
+    values = []
+    for step, (tok, table) in enumerate(zip(token_ids, logprobs, strict=True)):
+        if tok not in table:
+            raise ValueError(f"vllm output step {step}: no logprob for the chosen token {tok}")
+        entry = table[tok]
+        values.append(float(getattr(entry, "logprob", entry)))
+    return -math.fsum(values) / len(values)
+
+
+class VLLMBackend:
+    """Greedy generation with vLLM, optionally with a LoRA adapter.
+
+    `load_backend("vllm", model, **options)` creates it; the options are the keyword arguments.
+
+    Args:
+        model: a local folder or Hub id.
+        adapter: a PEFT LoRA adapter folder, served through vLLM's LoRA support.
+        dtype: `auto` (vLLM picks), `float16`, `bfloat16`, `float32`.
+        tensor_parallel_size: GPUs per model (default 1).
+        gpu_memory_utilization: share of GPU memory vLLM may take (default 0.9).
+        max_model_len: context length cap (default the model's).
+        max_lora_rank: the largest adapter rank vLLM reserves room for (default 64).
+        seed: vLLM's engine and request seed (greedy does not depend on it).
+        batch_size: ignored (vLLM batches itself); accepted for a uniform CLI.
+        **engine_kwargs: passed to `vllm.LLM` as they are (e.g. `enforce_eager=True`).
+
+    Raises:
+        ImportError: vllm is not installed.
+    """
+
+    name = "vllm"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        adapter: str | None = None,
+        dtype: str | None = "auto",
+        tensor_parallel_size: int = 1,
+        gpu_memory_utilization: float = 0.9,
+        max_model_len: int | None = None,
+        max_lora_rank: int = 64,
+        seed: int = 0,
+        batch_size: int | None = None,
+        trust_remote_code: bool = False,
+        **engine_kwargs,
+    ):
+        vllm = import_vllm()
+        self.model_name = str(model)
+        self.seed = seed
+        self._vllm = vllm
+        kwargs = {
+            "model": str(model),
+            "dtype": dtype or "auto",
+            "tensor_parallel_size": tensor_parallel_size,
+            "gpu_memory_utilization": gpu_memory_utilization,
+            "seed": seed,
+            "trust_remote_code": trust_remote_code,
+        }
+        if max_model_len is not None:
+            kwargs["max_model_len"] = max_model_len
+        self.lora_request = None
+        if adapter:
+            from vllm.lora.request import LoRARequest
+
+            kwargs.update(enable_lora=True, max_lora_rank=max_lora_rank)
+            self.lora_request = LoRARequest("adapter", 1, str(adapter))
+        kwargs.update(engine_kwargs)
+        self.llm = vllm.LLM(**kwargs)
+        self.tokenizer = self.llm.get_tokenizer()
+
+    @property
+    def has_chat_template(self) -> bool:
+        return tokenizer_has_chat_template(self.tokenizer)
+
+    def generate(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        max_new_tokens: int,
+        return_scores: bool = False,
+    ) -> list[Generation]:
+        """Greedy continuations, one per prompt, in input order (vLLM keeps the order)."""
+        if not prompts:
+            return []
+        params = self._vllm.SamplingParams(
+            **sampling_kwargs(max_new_tokens, return_scores, self.seed)
+        )
+        inputs = [
+            {"prompt_token_ids": encode_prompt(self.tokenizer, p, self.model_name)} for p in prompts
+        ]
+        outputs = self.llm.generate(inputs, params, lora_request=self.lora_request)
+        results = []
+        for out in outputs:
+            best = out.outputs[0]
+            ids = list(best.token_ids)
+            results.append(
+                Generation(
+                    text=best.text,
+                    num_tokens=len(ids),
+                    mean_nll=mean_nll(ids, best.logprobs) if return_scores else None,
+                )
+            )
+        return results
+
+    def close(self) -> None:
+        """Drops the engine and frees GPU memory."""
+        self.llm = None
+        try:
+            import gc
+
+            import torch
+
+            gc.collect()
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        except ImportError:
+            pass

@@ -1,0 +1,112 @@
+"""The paper's three document settings (Section 5.1, pipeline.md section 6), reproducibly seeded.
+
+- `gold-only`: a sample of min(5, m) of the example's m gold documents;
+- `gold-retrieved`: those, then retrieved passages in rank order (skipping passage ids already
+  shown) until there are five;
+- `retrieved-only`: the top five retrieved passages.
+
+The shown documents are then shuffled. The authors seeded nothing; here every example draws from
+its own generator seeded by (seed, qid) through SHA-256, so the documents of an example depend
+only on the seed and its qid: not on batch size, process count, data order or `PYTHONHASHSEED`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Mapping, Sequence
+
+SETTINGS = ("gold-only", "gold-retrieved", "retrieved-only")
+DEFAULT_NUM_DOCS = 5
+
+
+def example_rng(seed: int, qid) -> random.Random:
+    """A generator that depends only on (seed, qid)."""
+    digest = hashlib.sha256(f"ambigdocs-docs:{seed}:{qid}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def as_document_list(documents, *, where: str, field: str) -> list[dict]:
+    """Documents as a list of dicts, whether given as one (JSON) or a dict of lists (`datasets`
+    sequence features).
+
+    Raises:
+        ValueError: neither shape, or a document without `title`/`text` (names `where`/`field`).
+    """
+    if isinstance(documents, Mapping):
+        keys = list(documents)
+        lengths = {len(documents[k]) for k in keys}
+        if len(lengths) > 1:
+            raise ValueError(f"{where}: field {field!r} has lists of different lengths")
+        n = lengths.pop() if lengths else 0
+        documents = [{k: documents[k][i] for k in keys} for i in range(n)]
+    if not isinstance(documents, Sequence) or isinstance(documents, str):
+        raise ValueError(f"{where}: field {field!r} must be a list of documents")
+    out = []
+    for j, d in enumerate(documents):
+        if not isinstance(d, Mapping):
+            raise ValueError(f"{where}: {field}[{j}] is not an object")
+        for key in ("title", "text"):
+            if not isinstance(d.get(key), str):
+                raise ValueError(f"{where}: {field}[{j}] has no string {key!r}")
+        out.append(dict(d))
+    return out
+
+
+def _shown(d: Mapping) -> dict:
+    """What the prompt shows and the output records of one document."""
+    pid = d.get("pid")
+    return {"pid": None if pid is None else str(pid), "title": d["title"], "text": d["text"]}
+
+
+def select_documents(
+    row: Mapping,
+    setting: str,
+    seed: int,
+    *,
+    num_docs: int = DEFAULT_NUM_DOCS,
+) -> list[dict]:
+    """The documents shown for one example, in prompt order.
+
+    Args:
+        row: a data-set row (`qid`, `documents`; `retrieved` for the retrieved settings, as
+            `ambigdocs retrieve` writes it, best first).
+        setting: one of `SETTINGS`.
+        seed: the run's seed.
+        num_docs: how many documents to show at most (the paper: 5).
+
+    Returns:
+        A list of `{"pid", "title", "text"}`.
+
+    Raises:
+        ValueError: unknown setting, or a row without the field the setting needs (the message
+            names the qid and the field).
+    """
+    if setting not in SETTINGS:
+        raise ValueError(f"setting must be one of {SETTINGS}, got {setting!r}")
+    if num_docs < 1:
+        raise ValueError(f"num_docs must be >= 1, got {num_docs}")
+    where = f"example qid={row.get('qid')!r}"
+    rng = example_rng(seed, row.get("qid"))
+    shown: list[dict] = []
+    if setting in ("gold-only", "gold-retrieved"):
+        gold = as_document_list(row.get("documents"), where=where, field="documents")
+        shown = [_shown(d) for d in rng.sample(gold, min(num_docs, len(gold)))]
+    if setting in ("gold-retrieved", "retrieved-only"):
+        if row.get("retrieved") is None:
+            raise ValueError(
+                f"{where}: setting {setting!r} needs the field 'retrieved' "
+                "(run `ambigdocs retrieve` and pass its output with --retrieved)"
+            )
+        retrieved = as_document_list(row["retrieved"], where=where, field="retrieved")
+        seen = {d["pid"] for d in shown}
+        for d in retrieved:
+            if len(shown) >= num_docs:
+                break
+            doc = _shown(d)
+            if doc["pid"] is not None and doc["pid"] in seen:
+                continue
+            seen.add(doc["pid"])
+            shown.append(doc)
+    rng.shuffle(shown)
+    return shown

@@ -1,0 +1,225 @@
+"""`ambigdocs answer` end to end on the tiny random Llama: batch-size independence, resume after
+SIGKILL, refusal of mismatched outputs, data parallelism, export and scoring."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from generation.answer import main as answer_main  # noqa: E402
+from generation.document_settings import select_documents  # noqa: E402
+from generation.io_utils import iter_jsonl  # noqa: E402
+
+N_ROWS = 12
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory, sample_dir):
+    """12 rows from the sample; some with 7 gold documents so that gold-only has to sample."""
+    rows = json.loads((sample_dir / "test.json").read_text())
+    out = []
+    for i in range(N_ROWS):
+        row = json.loads(json.dumps(rows[i % len(rows)]))
+        row["qid"] = 1000 + i
+        if i % 3 == 0:
+            extra = [
+                {**d, "pid": f"{d['pid']}-copy{k}", "title": f"{d['title']} ({k})"}
+                for k in range(2)
+                for d in row["documents"]
+            ]
+            row["documents"] = (row["documents"] + extra)[:7]
+        out.append(row)
+    folder = tmp_path_factory.mktemp("data")
+    (folder / "test.json").write_text(json.dumps(out))
+    return folder
+
+
+def _args(model, data_dir, output, *extra, batch_size=4, max_new_tokens=8):
+    return [
+        "--model", str(model), "--backend", "hf", "--data-dir", str(data_dir), "--split", "test",
+        "--setting", "gold-only", "--batch-size", str(batch_size),
+        "--max-new-tokens", str(max_new_tokens), "--seed", "0", "--output", str(output), *extra,
+    ]  # fmt: skip
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _rows(path):
+    return list(iter_jsonl(path))
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_llama_dir, data_dir, tmp_path_factory):
+    """One uninterrupted run at batch size 1 (the authors' one-at-a-time loop)."""
+    out = tmp_path_factory.mktemp("ref") / "answers.jsonl"
+    assert answer_main(_args(tiny_llama_dir, data_dir, out, batch_size=1)) == 0
+    return _rows(out)
+
+
+def test_output_rows_schema_and_documents(reference, data_dir):
+    source = {r["qid"]: r for r in json.loads((data_dir / "test.json").read_text())}
+    assert [r["qid"] for r in reference] == sorted(source)  # data order
+    for row in reference:
+        src = source[row["qid"]]
+        assert row["question"] == src["question"] and row["documents"] == src["documents"]
+        assert row["setting"] == "gold-only" and row["seed"] == 0
+        assert row["prompt_format"] == "plain" and row["few_shot"] is False
+        assert isinstance(row["gen_answer"], str) and row["gen_answer"]
+        assert row["num_new_tokens"] == 8
+        assert len(row["docs"]) == min(5, len(src["documents"]))
+        assert row["docs"] == select_documents(src, "gold-only", 0)
+        assert "retrieved" not in row
+
+
+def test_batch_size_does_not_change_answers_or_documents(
+    tiny_llama_dir, data_dir, tmp_path, reference
+):
+    out = tmp_path / "b5.jsonl"
+    assert answer_main(_args(tiny_llama_dir, data_dir, out, batch_size=5)) == 0
+    assert _rows(out) == reference
+    # --limit 1: the first example, identical to the full run's first row; then extend to 3.
+    one = tmp_path / "one.jsonl"
+    assert answer_main(_args(tiny_llama_dir, data_dir, one, "--limit", "1", batch_size=7)) == 0
+    assert _rows(one) == reference[:1]
+    assert answer_main(_args(tiny_llama_dir, data_dir, one, "--limit", "3", batch_size=2)) == 0
+    assert _rows(one) == reference[:3]
+
+
+def test_different_arguments_are_refused_and_overwrite_restarts(
+    tiny_llama_dir, data_dir, tmp_path, capsys
+):
+    out = tmp_path / "a.jsonl"
+    assert answer_main(_args(tiny_llama_dir, data_dir, out, "--limit", "2")) == 0
+    meta = json.loads((tmp_path / "a.jsonl.meta.json").read_text())
+    assert meta["seed"] == 0 and meta["setting"] == "gold-only" and meta["max_new_tokens"] == 8
+    capsys.readouterr()
+    args = _args(tiny_llama_dir, data_dir, out, "--limit", "2")
+    args[args.index("--seed") + 1] = "1"
+    assert answer_main(args) == 2
+    err = capsys.readouterr().err
+    assert "different arguments" in err and "seed: 0 (existing) vs 1 (now)" in err
+    assert answer_main([*args, "--overwrite"]) == 0
+    assert {r["seed"] for r in _rows(out)} == {1}
+    # An output this command did not write (no meta file) is refused too.
+    foreign = tmp_path / "foreign.jsonl"
+    foreign.write_text('{"qid": 1}\n')
+    assert answer_main(_args(tiny_llama_dir, data_dir, foreign)) == 2
+    assert "no foreign.jsonl.meta.json" in capsys.readouterr().err
+
+
+def test_bad_rows_name_the_example_and_field(tiny_llama_dir, tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"qid": 1, "question": "q?", "documents": []}\n{"qid": 2, "documents": []}\n')
+    args = _args(tiny_llama_dir, tmp_path, tmp_path / "o.jsonl")
+    i = args.index("--data-dir")
+    args[i : i + 2] = ["--dataset", str(bad)]
+    assert answer_main(args) == 2
+    assert "example 1: missing field 'question'" in capsys.readouterr().err
+
+
+def test_sigkill_then_resume_gives_the_uninterrupted_result(
+    tiny_llama_dir, data_dir, tmp_path, repo_root
+):
+    # 64 new tokens one example at a time: slow enough to be killed in the middle.
+    out = tmp_path / "killed.jsonl"
+    cmd = [sys.executable, "-m", "generation.cli", "answer"]
+    cmd += _args(tiny_llama_dir, data_dir, out, batch_size=1, max_new_tokens=64)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, cwd=repo_root, env=env, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if out.exists() and out.read_text().count("\n") >= 3:
+            break
+        if proc.poll() is not None:
+            pytest.fail("the run finished before it could be killed")
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = out.read_bytes()
+    n_done = partial.count(b"\n")
+    assert 3 <= n_done < N_ROWS, "killed too late to test anything"
+    # Simulate the worst moment of a kill too: a line cut in the middle of its write.
+    with out.open("ab") as f:
+        f.write(b'{"qid": 99999, "question": "torn')
+    assert answer_main(_args(tiny_llama_dir, data_dir, out, batch_size=3, max_new_tokens=64)) == 0
+    whole = tmp_path / "whole.jsonl"
+    assert (
+        answer_main(_args(tiny_llama_dir, data_dir, whole, batch_size=12, max_new_tokens=64)) == 0
+    )
+    assert _rows(out) == _rows(whole)
+    # The rows finished before the kill are kept as they were, not recomputed away.
+    final_lines = set(out.read_bytes().splitlines())
+    assert all(line in final_lines for line in partial.splitlines()[:n_done])
+
+
+def test_export_json_and_evaluate(tiny_llama_dir, data_dir, tmp_path, reference):
+    pytest.importorskip("metric.ambigdocs_metric.scoring")
+    out = tmp_path / "e.jsonl"
+    export = tmp_path / "results.json"
+    args = _args(tiny_llama_dir, data_dir, out, "--export-json", str(export), "--evaluate")
+    args += ["--evaluate-dir", str(tmp_path / "eval"), "--evaluate-args=--no-df1"]
+    assert answer_main(args) == 0
+    assert json.loads(export.read_text()) == reference
+    summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
+    assert summary["n"] == N_ROWS
+    assert 0.0 <= summary["answer_recall"] <= 1.0
+    # And the CLI scorer reads the same JSONL directly.
+    res = subprocess.run(
+        [sys.executable, "-m", "generation.cli", "evaluate", str(out), "--no-df1",
+         "--output-dir", str(tmp_path / "eval2")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert json.loads((tmp_path / "eval2" / "summary.json").read_text())["n"] == N_ROWS
+
+
+def test_chat_default_and_few_shot(tiny_chat_llama_dir, data_dir, tmp_path):
+    out = tmp_path / "c.jsonl"
+    args = _args(tiny_chat_llama_dir, data_dir, out, "--limit", "2", "--few-shot")
+    assert answer_main(args) == 0
+    rows = _rows(out)
+    assert {r["prompt_format"] for r in rows} == {"chat"} and rows[0]["few_shot"] is True
+    plain = tmp_path / "p.jsonl"
+    args = _args(tiny_chat_llama_dir, data_dir, plain, "--limit", "2", "--prompt-format", "plain")
+    assert answer_main(args) == 0
+    assert {r["prompt_format"] for r in _rows(plain)} == {"plain"}
+
+
+@pytest.mark.skipif(
+    shutil.which("accelerate") is None
+    and not Path(sys.executable).with_name("accelerate").exists(),
+    reason="accelerate CLI missing",
+)
+def test_accelerate_two_processes_match_one(
+    tiny_llama_dir, data_dir, tmp_path, reference, repo_root
+):
+    out = tmp_path / "dp.jsonl"
+    launcher = str(Path(sys.executable).with_name("accelerate"))
+    # On a CPU-only machine `--multi_gpu` is what makes accelerate start N processes (torchrun);
+    # the runner then forms a gloo group. `--cpu` would start a single process.
+    cmd = [launcher, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+           "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "generation.answer"]  # fmt: skip
+    cmd[3:3] = ["--main_process_port", str(_free_port())]  # others may hold 29500
+    cmd += _args(tiny_llama_dir, data_dir, out, batch_size=3)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    res = subprocess.run(cmd, cwd=repo_root, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "answer[0]" in res.stderr  # two shards, really
+    assert _rows(out) == reference
+    assert not list(tmp_path.glob("dp.jsonl.part*"))
