@@ -1,8 +1,9 @@
 """Benchmark: `ambigdocs evaluate --no-df1` against a straightforward per-call scorer.
 
 Generates a results file shaped like the test split (7,220 answered examples; 2-10 gold
-documents per question as in the paper's Table 1; 100-word passages; five shown documents;
-answers of about 55 words), then times, as whole processes on the same file:
+documents per question as in the paper's Table 1; 100-word passages with Wikipedia's share of
+non-ASCII text (accents, en dashes, curly quotes); five shown documents; answers of about 55
+words), then times, as whole processes on the same file:
 
 - naive: `tests/reference_scorer.py`, the rules of metric.md written per call (every score
   re-normalises every string it needs), run over the file in a plain loop;
@@ -47,12 +48,26 @@ def make_vocab(rng: random.Random, n: int = 6000) -> list[str]:
     return ["".join(rng.choices(letters, k=rng.randint(3, 9))) for _ in range(n)]
 
 
+def unicode_touch(rng, word: str) -> str:
+    """Wikipedia text is not ASCII: accents, en dashes in ranges, curly quotes and apostrophes."""
+    r = rng.random()
+    if r < 0.4:
+        return word.replace("e", "\u00e9", 1).replace("u", "\u00fc", 1)
+    if r < 0.6:
+        return f"{rng.randint(1800, 1950)}\u2013{rng.randint(1951, 2018)}"
+    if r < 0.8:
+        return f"{word}\u2019s"
+    return f"\u201c{word}\u201d"
+
+
 def sentence(rng, vocab, k):
     words = [rng.choice(FILLER) if rng.random() < 0.35 else rng.choice(vocab) for _ in range(k)]
     words[0] = words[0].capitalize()
     for i in range(len(words)):
         if rng.random() < 0.08:
             words[i] = words[i] + rng.choice([",", ".", ";", "'s", ")"])
+        elif rng.random() < 0.03:
+            words[i] = unicode_touch(rng, words[i])
     return " ".join(words)
 
 
@@ -67,6 +82,8 @@ def make_results(n: int, seed: int = 0) -> list[dict]:
         docs = []
         for j in range(rng.choices(sizes, weights)[0]):
             qualifier = " ".join(w.capitalize() for w in rng.sample(vocab, rng.randint(1, 2)))
+            if rng.random() < 0.1:
+                qualifier = unicode_touch(rng, qualifier)
             title = f"{sn} ({qualifier})" if rng.random() < 0.6 else f"{qualifier} {sn_words[-1]}"
             answer = " ".join(rng.sample(vocab, rng.randint(1, 8)))
             text = sentence(rng, vocab, 45) + f" {answer} " + sentence(rng, vocab, 45)

@@ -16,6 +16,7 @@ instant; Disambig-F1 loads the QA model only when asked.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -27,6 +28,7 @@ from metric.ambigdocs_metric.scoring import (
     CATEGORIES,
     ExampleScores,
     aggregate,
+    gc_paused,
     score_parsed,
     validate_inputs,
 )
@@ -71,10 +73,12 @@ def load_results(path: str | Path) -> list[dict]:
     data = Path(path).read_bytes()
     head = data[:4096].lstrip()
     try:
-        if head.startswith(b"["):
-            rows = loads(data)
-        else:
-            rows = [loads(line) for line in data.splitlines() if line.strip()]
+        # The collections that parsing triggers (many new dicts) would only walk the rows.
+        with gc_paused():
+            if head.startswith(b"["):
+                rows = loads(data)
+            else:
+                rows = [loads(line) for line in data.splitlines() if line.strip()]
     except ValueError as err:
         raise ValueError(f"{path}: not valid JSON or JSONL ({err})") from None
     for i, row in enumerate(rows):
@@ -352,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     names = _column_names(args.results)
     try:
         loaded = [load_results(p) for p in args.results]
+        # This process keeps the rows to the end: spare every later collection the walk over them.
+        gc.freeze()
         # Lexical scores first, for every file: forking workers is safe before torch is loaded.
         scored = [evaluate_rows(rows, args.score_documents, args.workers) for rows in loaded]
     except (OSError, ValueError) as err:

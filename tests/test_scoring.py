@@ -69,6 +69,31 @@ def test_fast_tokens_equal_reference_on_any_text(text):
     assert tokens(text) == ref.get_tokens(text)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.text(
+            alphabet=st.sampled_from(list("a nthe\u2019\u2013.,_-\x00\u00e9\u0301\x1cXT\n"))
+            | st.characters(),
+            max_size=20,
+        ),
+        max_size=8,
+    )
+)
+def test_batched_tokens_equal_one_by_one(strings):
+    assert scoring.tokens_many(strings) == [ref.get_tokens(s) for s in strings]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(max_size=30)
+    | st.text(alphabet=st.sampled_from(list("ab \t\x1c\x00\u2013\u00e9\xa0")), max_size=30)
+)
+def test_only_words_check(text):
+    text = text.replace("_", "")  # its precondition: punctuation, "_" included, is gone
+    assert scoring._only_words(text) == all(w.isalnum() for w in text.split())
+
+
 def test_stopwords_are_nltk_list_and_removed():
     assert len(scoring.STOPWORDS) == 179
     assert tokens("What is the state where he was born?") == ["state", "born"]
@@ -197,7 +222,7 @@ def test_shown_mode_without_gold_documents_is_left_out_of_means():
 VOCAB = (
     "alabama ohio rhode island day judge charles william louis bernard edward the a an of in was "
     "born 1829 1838 december river (texas) lake whitney temple nct 127 tyler creator album ep "
-    "école d’art 19th–century don't it's u.s. co-op"
+    "école d’art 19th–century don't it's u.s. co-op the’s a–z “an x\u2019the"
 ).split()
 
 
@@ -242,14 +267,21 @@ def random_answer(rng: random.Random, row) -> str:
 
 def test_agrees_with_reference_scorer_on_random_examples():
     rng = random.Random(1234)
+    rows, answers, shown_docs = [], [], []
     for qid in range(1500):
         row = random_row(rng, qid)
-        answer = random_answer(rng, row)
-        shown = [
-            {"title": d["title"], "text": d["text"]}
-            for d in rng.sample(row["documents"], min(5, len(row["documents"])))
-        ]
-        got = score(answer, row, shown)
+        rows.append(row)
+        answers.append(random_answer(rng, row))
+        shown_docs.append(
+            [
+                {"title": d["title"], "text": d["text"]}
+                for d in rng.sample(row["documents"], min(5, len(row["documents"])))
+            ]
+        )
+    batched = score_examples(answers, rows, shown_docs)  # the batched path
+    for row, answer, shown, from_batch in zip(rows, answers, shown_docs, batched, strict=True):
+        got = score(answer, row, shown)  # the one-example path
+        assert got == from_batch
         want = ref.score(answer, row, shown)
         assert got.category == want[4], (answer, row)
         assert got.answer_length == want[3]
@@ -336,3 +368,13 @@ def test_k_precision_hand_checked():
 def test_ascii_punctuation_is_deleted_not_replaced():
     assert tokens("a.b,c!d") == ["abcd"]
     assert tokens("U.S. co-op") == ["us", "coop"]
+
+
+def test_k_precision_applies_the_article_regex_inside_prompt_words():
+    # In K, "the’s" and "x–the" become "’s" and "x–" (the regex removes the article runs);
+    # the answer's words are exactly those pieces.
+    shown = [{"title": "Doc", "text": "the\u2019s x\u2013the"}]
+    answer = "\u2019s x\u2013"
+    s = score(answer, judge_day(), shown)
+    assert s.k_precision == ref.score(answer, judge_day(), shown)[5] == 1.0
+    assert score_examples([answer], [judge_day()], [shown])[0].k_precision == 1.0
