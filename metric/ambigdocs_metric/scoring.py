@@ -93,29 +93,35 @@ def _split_words(s: str) -> list[str]:
     return words if _only_words(s) else _apply_article_regex(words)
 
 
-def _apply_article_regex(words: list[str], skip: str | None = None) -> list[str]:
-    """Runs the article regex inside the words that hold a non-word character (see
-    `_split_words`); the others, nearly all, are found and kept by C-level calls."""
+def _article_regex_pieces(words: list[str], skip: str | None = None):
+    """Yields (index, pieces) for each word that the article regex changes (see `_split_words`).
+
+    Only words holding a non-word character can change; they are found by C-level calls.
+    """
     flags = list(map(str.isalnum, words))
-    out: list[str] | None = None
-    last = i = 0
+    i = 0
     while True:
         try:
             i = flags.index(False, i)
         except ValueError:
-            break
+            return
         word = words[i]
+        if word != skip:
+            pieces = _ARTICLES.sub(" ", word).split()
+            if pieces != [word]:
+                yield i, pieces
         i += 1
-        if word == skip:
-            continue
-        pieces = _ARTICLES.sub(" ", word).split()
-        if pieces != [word]:
-            if out is None:
-                out = []
-            out += words[last : i - 1]
-            out += pieces
-            last = i
-    if out is None:
+
+
+def _apply_article_regex(words: list[str], skip: str | None = None) -> list[str]:
+    """`words` with every word that the article regex changes replaced by its pieces."""
+    out: list[str] = []
+    last = 0
+    for i, pieces in _article_regex_pieces(words, skip):
+        out += words[last:i]
+        out += pieces
+        last = i + 1
+    if not last:
         return words
     out += words[last:]
     return out
@@ -366,23 +372,25 @@ def k_precision(question: str, shown: Sequence[Mapping], pred_counts: Mapping[st
 
 def _k_precision(k_words: list[str], pred_counts: Mapping[str, int]) -> float:
     """K-Precision from K's words as `str.split` gives them after lower-casing and punctuation
-    removal, before the article regex (`_split_words`), which is applied here only if needed.
+    removal, before the article regex (`_split_words`), whose effect is added here.
 
     Only the counts in K of P's words matter, and a word of P is never a stopword nor an
     article, so K's words need no filtering; counting only P's words (a C-level filter) is what
     makes K-Precision cheap: K is the whole prompt, ten times longer than the answer.
 
-    The article regex can be skipped when P's words are all alphanumeric: it only changes K's
-    words that hold a non-word character next to an article run, it leaves only pieces that
-    hold such a character, and no word of P is one of those words (P went through the regex).
+    The article regex changes only K's words that hold a non-word character next to an article
+    run. No word of P is such a word (P went through the regex, which leaves no such run), so
+    the regex adds to K's counts its pieces of those words and takes nothing away; and as every
+    piece holds a non-word character, that only matters when some word of P does too.
     """
     n_pred = sum(pred_counts.values())
     if not n_pred:
         # tokens(K) always holds the instruction's words ("answer", "given", ...): never empty.
         return 0.0
-    if not "".join(pred_counts).isalnum():
-        k_words = _apply_article_regex(k_words)
     k_counts = Counter(filter(pred_counts.__contains__, k_words))
+    if not "".join(pred_counts).isalnum():
+        pieces = (p for _, ps in _article_regex_pieces(k_words) for p in ps)
+        k_counts.update(filter(pred_counts.__contains__, pieces))
     common = sum(min(n, pred_counts[w]) for w, n in k_counts.items())
     return 1.0 * common / n_pred
 
