@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_build_pipeline_fakes import ScriptedBackend, ScriptedChecker
+from build_fakes import ScriptedBackend, ScriptedChecker
 
 from generation.build import expand
 from generation.build.passages import write_passages_tsv

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_build_pipeline_fakes import ScriptedChecker, make_tiny_t5
+from build_fakes import ScriptedChecker, make_tiny_t5
 
 from generation.build import filters
 from generation.build.entailment import (

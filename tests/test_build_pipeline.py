@@ -10,7 +10,7 @@ import time
 
 import pytest
 import yaml
-from test_build_pipeline_fakes import make_tiny_t5
+from build_fakes import make_tiny_t5
 
 from generation.backends import base as backends_base
 from generation.build import pipeline
@@ -50,9 +50,7 @@ def chain(tmp_path, tiny_llama_dir, monkeypatch, repo_root):
 
     # A plug-in back-end kind: the question model writes parseable output, so that lines reach
     # the later stages (a random model's output never parses).
-    monkeypatch.setitem(
-        backends_base.BACKENDS, "scripted", "test_build_pipeline_fakes:make_question_backend"
-    )
+    monkeypatch.setitem(backends_base.BACKENDS, "scripted", "build_fakes:make_question_backend")
     dump = repo_root / DUMP
     # The passage file needs the map's titles: a scratch gather run (outside the workdir).
     gather.run(dump, tmp_path / "probe" / "map.json", progress=False)

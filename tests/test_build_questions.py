@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_build_pipeline_fakes import ScriptedBackend
+from build_fakes import ScriptedBackend
 
 from generation.build import questions
 from generation.build.progress import partial_path
