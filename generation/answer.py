@@ -34,6 +34,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from generation.backends.base import parse_backend_options
 from generation.document_settings import DEFAULT_NUM_DOCS, SETTINGS, select_documents
 from generation.io_utils import ResumableJsonl, atomic_write_json, atomic_write_jsonl, iter_jsonl
 from generation.prompts import render_answer_prompt
@@ -88,11 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--base-url", help="openai: an OpenAI-compatible server")
     b.add_argument("--max-concurrency", type=int, help="openai: requests in flight at once")
     b.add_argument(
+        "--backend-option",
         "--backend-arg",
+        dest="backend_option",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="any other back-end option (VALUE parsed as JSON when it can be), repeatable",
+        help="any other back-end option (VALUE read as a YAML scalar), repeatable",
     )
     return p
 
@@ -282,14 +285,7 @@ def backend_options(args: argparse.Namespace, device: str | None) -> dict:
             opts["base_url"] = args.base_url
         if args.max_concurrency:
             opts["max_concurrency"] = args.max_concurrency
-    for item in args.backend_arg:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--backend-arg {item!r}: expected KEY=VALUE")
-        try:
-            opts[key.replace("-", "_")] = json.loads(value)
-        except json.JSONDecodeError:
-            opts[key.replace("-", "_")] = value
+    opts.update(parse_backend_options(args.backend_option))
     return opts
 
 

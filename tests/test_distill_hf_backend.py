@@ -1,9 +1,11 @@
 """A distilled adapter plugs into the hf back-end (`ambigdocs build questions --backend hf
 --model BASE --adapter DIR`), which reads the instruction-format prompt of the `questions` stage.
 
-The hf back-end loads the base model unquantised (float32 on CPU), so the exact-token comparison
-uses a plain LoRA adapter trained in float32: the back-end must then generate exactly what the
-trainer's in-memory model generates. A QLoRA (4-bit) adapter is checked to load and generate.
+The hf back-end loads the base model unquantised by default (float32 on CPU): with a plain LoRA
+adapter trained in float32 it must generate exactly what the trainer's in-memory model
+generates. With `load_in_4bit=True` it loads the base in NF4 as `ambigdocs distill` does, and a
+QLoRA adapter trained with float32 compute must then generate exactly what the trainer's
+in-memory 4-bit model generates.
 """
 
 from __future__ import annotations
@@ -92,21 +94,27 @@ def test_hf_backend_with_the_adapter_generates_what_the_trained_model_generates(
     bare.close()
 
 
-def test_hf_backend_loads_a_qlora_adapter(tiny_llama_dir, data, tmp_path):
-    from generation.cli import main
+def test_hf_backend_runs_a_qlora_adapter_on_the_4bit_base(tiny_llama_dir, data, tmp_path):
+    from generation.distill import build_trainer, train_and_save
 
     path, prompts = data
-    out = tmp_path / "qlora"
-    assert (
-        main(
-            ["distill", "--base-model", str(tiny_llama_dir), "--train", str(path)]
-            + ["--output-dir", str(out), "--max_steps", "1", "--max_length", "512"]
-            + ["--save_strategy", "no", "--lora_r", "8"]
-        )
-        == 0
+    args, training_args = parse_args(
+        ["--base-model", str(tiny_llama_dir), "--train", str(path), "--output-dir", str(tmp_path)]
+        + ["--quantization", "4bit", "--compute_dtype", "float32", "--lora_dropout", "0.0"]
+        + ["--max_steps", "4", "--learning_rate", "1e-2", "--warmup_steps", "0", "--lora_r", "8"]
+        + ["--per_device_train_batch_size", "5", "--max_length", "512", "--save_strategy", "no"]
     )
-    backend = load_backend("hf", str(tiny_llama_dir), adapter=str(out), device="cpu")
+    trainer = build_trainer(args, training_args)
+    train_and_save(trainer, args, training_args)
+    model, tokenizer = trainer.model.eval(), trainer.processing_class
+    expected = [_greedy_text(model, tokenizer, p) for p in prompts]
+
+    backend = load_backend(
+        "hf", str(tiny_llama_dir), adapter=str(tmp_path), device="cpu", load_in_4bit=True
+    )
     assert type(backend.model).__name__.startswith("Peft")
+    kinds = {type(m).__name__ for m in backend.model.modules()}
+    assert "Linear4bit" in kinds
     got = backend.generate(prompts, max_new_tokens=MAX_NEW)
-    assert len(got) == 2 and all(1 <= g.num_tokens <= MAX_NEW for g in got)
+    assert [(g.text, g.num_tokens) for g in got] == expected
     backend.close()

@@ -40,7 +40,9 @@ def random_results(n, seed=0):
     rows = []
     for qid in range(n):
         row = random_row(rng, qid)
-        row["docs"] = [{"pid": d["pid"], "title": d["title"], "text": d["text"]} for d in row["documents"][:5]]
+        row["docs"] = [
+            {"pid": d["pid"], "title": d["title"], "text": d["text"]} for d in row["documents"][:5]
+        ]
         row["gen_answer"] = random_answer(rng, row)
         rows.append(row)
     return rows
@@ -48,7 +50,15 @@ def random_results(n, seed=0):
 
 def test_sample_demo_outputs(sample_dir, tmp_path, capsys):
     code = main(
-        [str(sample_dir / "answers.json"), "--output-dir", str(tmp_path), "--no-df1", "--plot", "--labels-field", "paper_label"]
+        [
+            str(sample_dir / "answers.json"),
+            "--output-dir",
+            str(tmp_path),
+            "--no-df1",
+            "--plot",
+            "--labels-field",
+            "paper_label",
+        ]
     )
     assert code == 0
     rows = json.loads((sample_dir / "answers.json").read_text())
@@ -70,7 +80,18 @@ def test_jsonl_input_several_files_and_unknown_shown_documents(tmp_path):
     no_docs = [{k: v for k, v in r.items() if k != "docs"} for r in rows]
     (tmp_path / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in no_docs))
     out = tmp_path / "out"
-    assert main([str(tmp_path / "a.json"), str(tmp_path / "b.jsonl"), "--output-dir", str(out), "--no-df1"]) == 0
+    assert (
+        main(
+            [
+                str(tmp_path / "a.json"),
+                str(tmp_path / "b.jsonl"),
+                "--output-dir",
+                str(out),
+                "--no-df1",
+            ]
+        )
+        == 0
+    )
     combined = json.loads((out / "summary.json").read_text())
     assert set(combined) == {"a", "b"}
     assert "k_precision" in combined["a"] and "k_precision" not in combined["b"]
@@ -92,7 +113,15 @@ def test_workers_do_not_change_the_scores(monkeypatch):
 
 
 def test_unloadable_qa_model_is_one_clear_line(sample_dir, tmp_path, capsys):
-    code = main([str(sample_dir / "answers.json"), "--output-dir", str(tmp_path), "--qa-model", str(tmp_path / "missing")])
+    code = main(
+        [
+            str(sample_dir / "answers.json"),
+            "--output-dir",
+            str(tmp_path),
+            "--qa-model",
+            str(tmp_path / "missing"),
+        ]
+    )
     assert code == 0
     err = capsys.readouterr().err
     assert "Disambig-F1 skipped: cannot load the QA model" in err and "--no-df1" in err
@@ -102,10 +131,24 @@ def test_unloadable_qa_model_is_one_clear_line(sample_dir, tmp_path, capsys):
 
 def test_bad_results_file_fails_with_a_message(tmp_path, capsys):
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps([{"qid": 3, "question": "q", "ambiguous_entity": "x", "documents": []}]))
+    bad.write_text(
+        json.dumps([{"qid": 3, "question": "q", "ambiguous_entity": "x", "documents": []}])
+    )
     assert main([str(bad), "--output-dir", str(tmp_path / "o"), "--no-df1"]) == 2
     assert "row 0 (qid 3) has no field 'gen_answer'" in capsys.readouterr().err
-    bad.write_text(json.dumps([{"qid": 3, "question": "q", "ambiguous_entity": "x", "documents": [], "gen_answer": "y"}]))
+    bad.write_text(
+        json.dumps(
+            [
+                {
+                    "qid": 3,
+                    "question": "q",
+                    "ambiguous_entity": "x",
+                    "documents": [],
+                    "gen_answer": "y",
+                }
+            ]
+        )
+    )
     assert main([str(bad), "--output-dir", str(tmp_path / "o"), "--no-df1"]) == 2
     assert "example 0 (qid 3): field 'documents' is missing or empty" in capsys.readouterr().err
 
@@ -116,7 +159,9 @@ def test_lexical_scoring_imports_nothing_heavy(sample_dir, tmp_path):
         f"main([{str(sample_dir / 'answers.json')!r}, '--output-dir', {str(tmp_path)!r}, '--no-df1']); "
         "print([m for m in ('torch', 'transformers', 'datasets', 'evaluate', 'numpy') if m in sys.modules])"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip().splitlines()[-1] == "[]"
 
 
@@ -133,8 +178,13 @@ def test_evaluate_module_offline_both_layouts_and_add_batch(repo_root, sample_di
     preds = [r["gen_answer"] for r in rows]
     contexts = [r["docs"] for r in rows]
     expected = aggregate(score_examples(preds, rows, contexts))
-    assert metric.compute(predictions=preds, references=rows, contexts=contexts) == pytest.approx(expected)
-    old = [dict(r, documents={k: [d[k] for d in r["documents"]] for k in r["documents"][0]}) for r in rows]
+    assert metric.compute(predictions=preds, references=rows, contexts=contexts) == pytest.approx(
+        expected
+    )
+    old = [
+        dict(r, documents={k: [d[k] for d in r["documents"]] for k in r["documents"][0]})
+        for r in rows
+    ]
     without_kp = {k: v for k, v in expected.items() if k != "k_precision"}
     assert metric.compute(predictions=preds, references=old) == pytest.approx(without_kp)
     for i in range(0, len(rows), 3):
@@ -152,5 +202,11 @@ def test_metric_card_and_usage_doctest(repo_root, monkeypatch):
     assert results.attempted >= 5 and results.failed == 0
     card = (repo_root / "metric" / "ambigdocs_metric" / "README.md").read_text()
     assert card.startswith("---\n") and "title: AmbigDocs" in card
-    for section in ("## Metric Description", "## How to Use", "### Output Values", "## Limitations", "## Citation"):
+    for section in (
+        "## Metric Description",
+        "## How to Use",
+        "### Output Values",
+        "## Limitations",
+        "## Citation",
+    ):
         assert section in card

@@ -61,6 +61,25 @@ BACKENDS = {
 }
 
 
+def parse_backend_options(pairs: Sequence[str]) -> dict:
+    """`--backend-option KEY=VALUE` strings to keyword options for `load_backend`; values are
+    read as YAML scalars (8 -> int, true -> bool, 1e-3 -> float, else the string), dashes in
+    keys become underscores.
+
+    Raises:
+        ValueError: a pair without `=` or without a key.
+    """
+    import yaml
+
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--backend-option {pair!r}: expected KEY=VALUE")
+        options[key.strip().replace("-", "_")] = yaml.safe_load(value)
+    return options
+
+
 def load_backend(kind: str, model: str, **options) -> Backend:
     """Creates a back-end by name, importing only that back-end's module.
 

@@ -122,6 +122,8 @@ class HFBackend:
             folder that saved its tokenizer).
         trust_remote_code: passed to `from_pretrained`.
         show_progress: a tqdm bar over batches inside one `generate` call.
+        load_in_4bit: load the base model's linear layers as 4-bit NF4 weights (bitsandbytes),
+            computing in `dtype`, as `ambigdocs distill` trains a QLoRA adapter; default off.
 
     Prompts: a plain string is tokenised as is (with the tokenizer's special tokens such as
     BOS); a list of chat messages is rendered with the tokenizer's chat template (with the
@@ -141,6 +143,7 @@ class HFBackend:
         tokenizer: str | None = None,
         trust_remote_code: bool = False,
         show_progress: bool = False,
+        load_in_4bit: bool = False,
     ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -160,14 +163,22 @@ class HFBackend:
         if self.tokenizer.pad_token is None:
             # Llama-style tokenizers ship without a pad token; the mask hides it anyway.
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        lm = AutoModelForCausalLM.from_pretrained(
-            str(model), dtype=self.dtype, trust_remote_code=trust_remote_code
-        )
+        kwargs = {"dtype": self.dtype, "trust_remote_code": trust_remote_code}
+        if load_in_4bit:
+            from transformers import BitsAndBytesConfig
+
+            # The NF4 settings of `ambigdocs distill`, so that a QLoRA adapter runs on the base
+            # weights it was trained on. A quantised model is placed by `device_map`, not moved.
+            kwargs["quantization_config"] = BitsAndBytesConfig(
+                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=self.dtype
+            )
+            kwargs["device_map"] = {"": self.device}
+        lm = AutoModelForCausalLM.from_pretrained(str(model), **kwargs)
         if adapter:
             from peft import PeftModel
 
             lm = PeftModel.from_pretrained(lm, str(adapter))
-        self.model = lm.to(self.device).eval()
+        self.model = (lm if load_in_4bit else lm.to(self.device)).eval()
         self._torch = torch
         eos = self.model.generation_config.eos_token_id
         if eos is None:

@@ -45,7 +45,7 @@ import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from generation.backends.base import BACKENDS, Backend, load_backend
+from generation.backends.base import BACKENDS, Backend, load_backend, parse_backend_options
 from generation.build import seed as seed_stage
 from generation.build.entailment import (
     EntailmentChecker,
@@ -55,7 +55,6 @@ from generation.build.entailment import (
 from generation.build.filters import add_entailment_options, checker_from_args, entailment_settings
 from generation.build.passages import collect_passages
 from generation.build.progress import chunks, finish_progress, open_progress
-from generation.build.questions import parse_backend_options
 from generation.build.stage_io import read_stage, write_stage
 from generation.io_utils import read_records
 from generation.prompts import render_expansion_prompt

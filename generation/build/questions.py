@@ -37,7 +37,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 
-from generation.backends.base import BACKENDS, Backend, load_backend
+from generation.backends.base import BACKENDS, Backend, load_backend, parse_backend_options
 from generation.build.progress import chunks, finish_progress, open_progress
 from generation.build.stage_io import read_stage, write_stage
 from generation.io_utils import read_records
@@ -204,23 +204,6 @@ def _digest(obj) -> str | None:
         return None
     blob = json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
-
-
-def parse_backend_options(pairs: Sequence[str]) -> dict:
-    """`KEY=VALUE` strings to a dict; values are read as YAML scalars (8 -> int, true -> bool).
-
-    Raises:
-        ValueError: a pair without `=`.
-    """
-    import yaml
-
-    options = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise ValueError(f"--backend-option {pair!r}: expected KEY=VALUE")
-        key, value = pair.split("=", 1)
-        options[key.strip().replace("-", "_")] = yaml.safe_load(value)
-    return options
 
 
 def build_parser() -> argparse.ArgumentParser:
