@@ -35,6 +35,8 @@ _PUNCTUATION = str.maketrans("", "", string.punctuation)
 _PUNCTUATION_BYTES = string.punctuation.encode("ascii")
 # The ASCII characters that are letters, digits, or whitespace to `str.split`.
 _ASCII_WORD_OR_SPACE = bytes(c for c in range(128) if chr(c).isalnum() or chr(c).isspace())
+# ... and every byte of a non-ASCII character in UTF-8.
+_ASCII_WORD_OR_SPACE_OR_HIGH = _ASCII_WORD_OR_SPACE + bytes(range(128, 256))
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _ARTICLE_WORDS = frozenset(("a", "an", "the"))
 _DISAMBIGUATION = "(disambiguation)"
@@ -93,7 +95,7 @@ def _split_words(s: str) -> list[str]:
     return words if _only_words(s) else _apply_article_regex(words)
 
 
-def _article_regex_pieces(words: list[str], skip: str | None = None):
+def _article_regex_pieces(words: list[str]):
     """Yields (index, pieces) for each word that the article regex changes (see `_split_words`).
 
     Only words holding a non-word character can change; they are found by C-level calls.
@@ -106,18 +108,17 @@ def _article_regex_pieces(words: list[str], skip: str | None = None):
         except ValueError:
             return
         word = words[i]
-        if word != skip:
-            pieces = _ARTICLES.sub(" ", word).split()
-            if pieces != [word]:
-                yield i, pieces
+        pieces = _ARTICLES.sub(" ", word).split()
+        if pieces != [word]:
+            yield i, pieces
         i += 1
 
 
-def _apply_article_regex(words: list[str], skip: str | None = None) -> list[str]:
+def _apply_article_regex(words: list[str]) -> list[str]:
     """`words` with every word that the article regex changes replaced by its pieces."""
     out: list[str] = []
     last = 0
-    for i, pieces in _article_regex_pieces(words, skip):
+    for i, pieces in _article_regex_pieces(words):
         out += words[last:i]
         out += pieces
         last = i + 1
@@ -125,21 +126,6 @@ def _apply_article_regex(words: list[str], skip: str | None = None) -> list[str]
         return words
     out += words[last:]
     return out
-
-
-def _cut(words: list[str], marker: str, parts: int) -> list[list[str]]:
-    """Splits a word list at the `parts - 1` markers it holds."""
-    out, start = [], 0
-    for _ in range(parts - 1):
-        end = words.index(marker, start)
-        out.append(words[start:end])
-        start = end + 1
-    out.append(words[start:])
-    return out
-
-
-# Marks the ends of texts in a batch: "|" is punctuation, so no normalised word can be it.
-_END = "|"
 
 
 def _raw_words(s: str) -> list[str]:
@@ -171,13 +157,20 @@ def tokens_many(strings: Sequence[str]) -> list[list[str]]:
     joined = "\n".join(strings)
     if joined.count("\n") != len(strings) - 1:
         return [tokens(s) for s in strings]
-    # One pass over all the words, with a mark between the strings, then a cut at the marks:
-    # no per-string Python work but one slice.
     normalised = _lower_without_punctuation(joined)
-    words = normalised.replace("\n", f" {_END} ").split()
-    if not _only_words(normalised):
-        words = _apply_article_regex(words, skip=_END)
-    return _cut([w for w in words if w not in STOPWORDS], _END, len(strings))
+    # Which lines need the article regex: an ASCII line only if the text holds an ASCII
+    # control character (one C pass over all of it); a non-ASCII line if it holds a character
+    # that is neither a word character nor whitespace.
+    ascii_lines_plain = not normalised.encode("utf-8", "surrogatepass").translate(
+        None, _ASCII_WORD_OR_SPACE_OR_HIGH
+    )
+    out = []
+    for line in normalised.split("\n"):
+        if (ascii_lines_plain and line.isascii()) or _only_words(line):
+            out.append([w for w in line.split() if w not in STOPWORDS])
+        else:
+            out.append([w for w in _apply_article_regex(line.split()) if w not in STOPWORDS])
+    return out
 
 
 def clean_prediction(y: str) -> str:
@@ -410,8 +403,7 @@ def _k_words_many(questions: Sequence[str], shown: Sequence[Sequence[Mapping] | 
     if not present:
         return prompts
     normalised = _lower_without_punctuation("\n".join(present))
-    words = normalised.replace("\n", f" {_END} ").split()
-    per_prompt = iter(_cut(words, _END, len(present)))
+    per_prompt = iter([line.split() for line in normalised.split("\n")])
     return [None if k is None else next(per_prompt) for k in prompts]
 
 
