@@ -267,6 +267,23 @@ def format_agreement(categories: list[str | None], labels: list) -> str:
     return "\n".join(lines)
 
 
+def format_examples(rows: list[dict], records: list[dict], labels_field: str | None = None) -> str:
+    """One line per example: qid, category (and the label, marked when it differs), answer."""
+    head = f"{'qid':>8}  {'category':10}" + (f"  {labels_field:10}" if labels_field else "")
+    lines = [head + "  answer"]
+    for row, rec in zip(rows, records, strict=True):
+        line = f"{str(rec['qid']):>8}  {str(rec['category']):10}"
+        if labels_field:
+            label = row.get(labels_field)
+            mark = "" if label is None or label == rec["category"] else " *"
+            line += f"  {str(label) + mark:10}"
+        answer = " ".join(row["gen_answer"].split())
+        lines.append(f"{line}  {answer[:70] + '...' if len(answer) > 70 else answer}")
+    if labels_field:
+        lines.append(f"(* the automatic category differs from {labels_field!r})")
+    return "\n".join(lines)
+
+
 def plot_categories(columns: dict[str, dict], path: Path) -> None:
     """Stacked bars of the category distribution per results file (the paper's Figure 4)."""
     import matplotlib
@@ -344,6 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--plot", action="store_true", help="write categories.png (like Figure 4)")
     p.add_argument(
+        "--show-examples", action="store_true", help="print every example's category and answer"
+    )
+    p.add_argument(
         "--labels-field",
         help="a field of the rows holding reference categories (e.g. human labels): prints the "
         "confusion matrix and Cohen's kappa against the automatic categories (Figure 5)",
@@ -375,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
         _write_jsonl(out / "per_example.jsonl", records)
         atomic_write_json(out / "summary.json", summary)
         columns[name] = summary
+        if args.show_examples:
+            print(f"\n{name}:")
+            print(format_examples(rows, records, args.labels_field))
         if args.labels_field:
             print(f"\n{name}: automatic categories against {args.labels_field!r}")
             labels = [row.get(args.labels_field) for row in rows]

@@ -58,6 +58,7 @@ def test_sample_demo_outputs(sample_dir, tmp_path, capsys):
             "--plot",
             "--labels-field",
             "paper_label",
+            "--show-examples",
         ]
     )
     assert code == 0
@@ -72,6 +73,7 @@ def test_sample_demo_outputs(sample_dir, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "agreement 10/10 = 1.000, Cohen's kappa 1.000" in out
     assert "Entity-Answer Recall" in out and "0.317" in out
+    assert "       0  merged      merged      Judge Day was born in Alabama, Rhode Island, and Ohio." in out
 
 
 def test_jsonl_input_several_files_and_unknown_shown_documents(tmp_path):
