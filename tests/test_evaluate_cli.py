@@ -73,7 +73,10 @@ def test_sample_demo_outputs(sample_dir, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "agreement 10/10 = 1.000, Cohen's kappa 1.000" in out
     assert "Entity-Answer Recall" in out and "0.317" in out
-    assert "       0  merged      merged      Judge Day was born in Alabama, Rhode Island, and Ohio." in out
+    assert (
+        "       0  merged      merged      Judge Day was born in Alabama, Rhode Island, and Ohio."
+        in out
+    )
 
 
 def test_jsonl_input_several_files_and_unknown_shown_documents(tmp_path):
