@@ -7,7 +7,7 @@ it is noted below.
 
 Speed: each string is normalised once per example (the authors re-normalise for every score),
 and the normalisation takes a fast path that is exactly equivalent to the SQuAD-v2 one (see
-`_words`). Disambig-F1 needs a QA model and lives in `disambig_f1.py`.
+`_split_words`). Disambig-F1 needs a QA model and lives in `disambig_f1.py`.
 """
 
 from __future__ import annotations
