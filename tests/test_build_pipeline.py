@@ -249,8 +249,9 @@ def test_config_wiring_and_paths(tmp_path):
     argv = pipeline.to_argv(stages["filter"])
     assert "--no-entailment" in argv
     assert argv[argv.index("--output") + 1] == str(w / "f.jsonl")
+    # A list is one option with several values (`--templates a b`, `--fractions .6 .1 .3`).
     assert pipeline.to_argv({"backend_option": {"dtype": "float32"}, "x": False, "tags": [1, 2]}) == [
-        "--backend-option", "dtype=float32", "--tags", "1", "--tags", "2",
+        "--backend-option", "dtype=float32", "--tags", "1", "2",
     ]  # fmt: skip
 
 

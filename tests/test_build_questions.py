@@ -159,12 +159,22 @@ def test_resume_with_other_settings_is_refused(tmp_path):
     src = write_jsonl(tmp_path / "seeds.jsonl", rows)
     out_path = tmp_path / "q.jsonl"
 
-    def crash(prompt):
-        raise RuntimeError("boom")
+    calls = []
+
+    def crash_on_second(prompt):  # the first chunk is saved, then the run dies
+        calls.append(prompt)
+        if len(calls) > 1:
+            raise RuntimeError("boom")
+        return GOOD
 
     with pytest.raises(RuntimeError):
         questions.run(
-            src, out_path, ScriptedBackend(crash), settings={"model": "a"}, show_progress=False
+            src,
+            out_path,
+            ScriptedBackend(crash_on_second),
+            settings={"model": "a"},
+            chunk_size=1,
+            show_progress=False,
         )
     with pytest.raises(ValueError, match="model"):
         questions.run(

@@ -61,6 +61,41 @@ BACKENDS = {
 }
 
 
+class LazyBackend:
+    """A back-end that is created on its first `generate`: a stage can check its input, or find
+    that every item is already done, before paying for loading a model.
+
+    Args:
+        kind, model, **options: as for `load_backend`.
+    """
+
+    def __init__(self, kind: str, model: str, **options):
+        if kind not in BACKENDS:
+            raise ValueError(f"unknown backend {kind!r}; choose one of {sorted(BACKENDS)}")
+        self.name = kind
+        self._args = (kind, model, options)
+        self._backend: Backend | None = None
+
+    @property
+    def loaded(self) -> Backend:
+        if self._backend is None:
+            kind, model, options = self._args
+            self._backend = load_backend(kind, model, **options)
+        return self._backend
+
+    def generate(
+        self, prompts: Sequence[Prompt], *, max_new_tokens: int, return_scores: bool = False
+    ) -> list[Generation]:
+        return self.loaded.generate(
+            prompts, max_new_tokens=max_new_tokens, return_scores=return_scores
+        )
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
+
+
 def parse_backend_options(pairs: Sequence[str]) -> dict:
     """`--backend-option KEY=VALUE` strings to keyword options for `load_backend`; values are
     read as YAML scalars (8 -> int, true -> bool, 1e-3 -> float, else the string), dashes in

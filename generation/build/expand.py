@@ -45,7 +45,12 @@ import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from generation.backends.base import BACKENDS, Backend, load_backend, parse_backend_options
+from generation.backends.base import (
+    BACKENDS,
+    Backend,
+    LazyBackend,
+    parse_backend_options,
+)
 from generation.build import seed as seed_stage
 from generation.build.entailment import (
     EntailmentChecker,
@@ -111,9 +116,13 @@ def _validate(rows: Sequence[Mapping], mapping: Mapping, source: str) -> None:
         if not isinstance(docs, list) or not isinstance(answers, list) or len(docs) != len(answers):
             raise ValueError(f"{where}: fields 'documents' and 'answers' must be lists of one size")
         for k, doc in enumerate(docs):
-            for field in ("pid", "title", "text"):
-                if not isinstance(doc, Mapping) or field not in doc:
-                    raise ValueError(f"{where}: field 'documents[{k}].{field}' missing")
+            if not isinstance(doc, Mapping) or "pid" not in doc:
+                raise ValueError(f"{where}: field 'documents[{k}].pid' missing")
+            for field in ("title", "text"):
+                if not isinstance(doc.get(field), str):
+                    raise ValueError(f"{where}: field 'documents[{k}].{field}' must be a string")
+            if not isinstance(answers[k], str):
+                raise ValueError(f"{where}: field 'answers[{k}]' must be a string")
 
 
 def expand_rows(
@@ -272,7 +281,11 @@ def run(
         **dict(settings or {}),
     }
     progress = open_progress(
-        output_path, lambda r: r["surface_name"], run_settings, restart=restart
+        output_path,
+        lambda r: r["surface_name"],
+        run_settings,
+        restart=restart,
+        inputs=[input_path, passages, disambiguation],
     )
     todo = [r for r in ok if r["surface_name"] not in progress.done]
     if todo:
@@ -381,7 +394,8 @@ def main(argv: list[str] | None = None) -> int:
         options["adapter"] = args.adapter
     exemplars = load_expansion_exemplars(args.exemplars) if args.exemplars else None
     checker = None if args.no_entailment else checker_from_args(args)
-    backend = load_backend(args.backend, args.model, **options)
+    # Loaded on first use: the input is checked first, and a finished resume loads nothing.
+    backend = LazyBackend(args.backend, args.model, **options)
     try:
         run(
             args.input,
@@ -405,6 +419,9 @@ def main(argv: list[str] | None = None) -> int:
             },
             show_progress=not args.no_progress,
         )
+    except ValueError as err:
+        print(f"ambigdocs build expand: error: {err}", file=sys.stderr)
+        return 2
     finally:
         backend.close()
     return 0

@@ -53,7 +53,7 @@ from generation.build.entailment import (
     LazyEntailmentChecker,
     disambiguate_question,
 )
-from generation.build.progress import chunks, finish_progress, open_progress
+from generation.build.progress import chunks, discard_progress, finish_progress, open_progress
 from generation.build.stage_io import read_stage, status_counts, write_stage
 from generation.prompts import strip_disambiguation
 
@@ -210,8 +210,12 @@ def run(
     pending = [r for r in out if r["status"] == "ok"]
     if checker is not None and pending:
         _entailment_filter(
-            pending, output_path, checker, chunk_size, restart, settings, show_progress
+            pending, input_path, output_path, checker, chunk_size, restart, settings, show_progress
         )
+    else:
+        # Nothing to check: an interrupted run's work file has no use (and would make `build
+        # all` think this stage unfinished).
+        discard_progress(output_path)
     stats = status_counts(out)
     stats["reasons"] = dict(Counter(r["filter_reason"] for r in out if r["filter_reason"]))
     stats["entailment"] = "skipped" if checker is None else "checked"
@@ -220,6 +224,7 @@ def run(
 
 def _entailment_filter(
     pending: list[dict],
+    input_path: str,
     output_path: str,
     checker: EntailmentChecker,
     chunk_size: int,
@@ -229,7 +234,11 @@ def _entailment_filter(
 ) -> None:
     """Runs the third filter over `pending` (updated in place), saving each finished chunk."""
     progress = open_progress(
-        output_path, lambda r: r["surface_name"], dict(settings or {}), restart=restart
+        output_path,
+        lambda r: r["surface_name"],
+        dict(settings or {}),
+        restart=restart,
+        inputs=[input_path],
     )
     todo = [r for r in pending if r["surface_name"] not in progress.done]
     batches = chunks(todo, chunk_size) if todo else []
@@ -307,6 +316,7 @@ def entailment_settings(args: argparse.Namespace) -> dict:
         "nli_model": args.nli_model,
         "max_nli_tokens": args.max_nli_tokens or None,
         "converter_max_new_tokens": args.converter_max_new_tokens,
+        "nli_dtype": args.nli_dtype,  # bf16 and fp32 verdicts may differ
     }
 
 
@@ -326,15 +336,19 @@ def checker_from_args(args: argparse.Namespace) -> EntailmentChecker:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     checker = None if args.no_entailment else checker_from_args(args)
-    run(
-        args.input,
-        args.output,
-        checker=checker,
-        chunk_size=args.chunk_size,
-        restart=args.restart,
-        settings=entailment_settings(args),
-        show_progress=not args.no_progress,
-    )
+    try:
+        run(
+            args.input,
+            args.output,
+            checker=checker,
+            chunk_size=args.chunk_size,
+            restart=args.restart,
+            settings=entailment_settings(args),
+            show_progress=not args.no_progress,
+        )
+    except ValueError as err:
+        print(f"ambigdocs build filter: error: {err}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -5,7 +5,7 @@
     ambigdocs build all --config configs/pipeline.yaml --force filter   # rerun filter (and after)
 
 The config (see `configs/pipeline.yaml`) names, per stage, that stage's own command-line options
-(`snake_case` or `kebab-case` keys; `true` for a flag, a list for a repeatable option):
+(`snake_case` or `kebab-case` keys; `true` for a flag, a list for an option that takes several values, as `--templates a b`):
 
     workdir: data/build            # relative paths of path options are inside it
     stages:
@@ -122,7 +122,8 @@ def load_config(path: str | os.PathLike) -> tuple[Path, dict[str, dict]]:
 
 
 def to_argv(options: Mapping[str, object]) -> list[str]:
-    """Stage options to command-line arguments: `--key value`, `--flag`, repeated for lists."""
+    """Stage options to command-line arguments: `--key value`, `--flag`, `--key v1 v2` for lists
+    (the options that take several values), `--key k=v` per item of a mapping (repeatable)."""
     argv: list[str] = []
     for key, value in options.items():
         flag = "--" + key.replace("_", "-")
@@ -131,8 +132,7 @@ def to_argv(options: Mapping[str, object]) -> list[str]:
         if value is True:
             argv.append(flag)
         elif isinstance(value, (list, tuple)):
-            for item in value:
-                argv += [flag, str(item)]
+            argv += [flag, *map(str, value)]
         elif isinstance(value, dict):
             for k, v in value.items():  # e.g. backend_option: {dtype: bfloat16}
                 argv += [flag, f"{k}={v}"]

@@ -7,14 +7,18 @@ with `write_stage`) the work file is deleted.
 
 The settings a run was started with are saved next to it (`<output>.partial.settings.json`): a
 rerun with different settings (another model, threshold, ...) would otherwise mix two runs in one
-output, so it is refused with a message that says which setting changed.
+output, so it is refused with a message that says which setting changed. The identity of the
+input files (path, size, modification time) is saved too: work done on an input that has since
+changed (a rerun of an earlier stage) is stale, so it is discarded, with a note, and the stage
+starts again.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +34,19 @@ def _settings_path(output: str | os.PathLike) -> Path:
     return Path(f"{output}.partial.settings.json")
 
 
+def file_identity(path: str | os.PathLike) -> list:
+    """What tells one version of a file from another: its absolute path, size and mtime."""
+    stat = Path(path).stat()
+    return [str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns]
+
+
 def open_progress(
     output: str | os.PathLike,
     key: Callable[[dict], Any],
     settings: Mapping[str, Any],
     *,
     restart: bool = False,
+    inputs: Sequence[str | os.PathLike] = (),
 ) -> ResumableJsonl:
     """Opens (or creates) the work file of the stage that writes `output`.
 
@@ -44,6 +55,8 @@ def open_progress(
         key: the record key (e.g. the surface name).
         settings: JSON-serialisable settings that decide the results (model, prompt, ...).
         restart: discard an existing work file instead of resuming it.
+        inputs: the files the results are computed from; work done on other versions of them
+            is discarded.
 
     Returns:
         The `ResumableJsonl`; its `done` holds the finished keys.
@@ -53,26 +66,38 @@ def open_progress(
     """
     work, saved_path = partial_path(output), _settings_path(output)
     settings = json.loads(json.dumps(dict(settings)))  # normalise (tuples -> lists, ...)
+    identity = [file_identity(p) for p in inputs]
     if restart:
         work.unlink(missing_ok=True)
         saved_path.unlink(missing_ok=True)
+    if work.exists() and not work.stat().st_size:
+        work.unlink()  # an interrupted run that finished nothing: nothing to resume or protect
     if work.exists() and saved_path.exists():
         saved = json.loads(saved_path.read_text(encoding="utf-8"))
+        if saved.pop("_inputs", identity) != identity:
+            print(f"{work}: its input files changed since; discarding that work", file=sys.stderr)
+            work.unlink()
+            saved = settings
         changed = sorted(k for k in set(saved) | set(settings) if saved.get(k) != settings.get(k))
         if changed:
             raise ValueError(
                 f"{work} holds an interrupted run with other settings ({', '.join(changed)} "
                 "changed); rerun with the old settings to resume it, or pass --restart"
             )
-    atomic_write_json(saved_path, settings)
+    atomic_write_json(saved_path, {**settings, "_inputs": identity})
     return ResumableJsonl(work, key=key)
+
+
+def discard_progress(output: str | os.PathLike) -> None:
+    """Deletes a work file (and its settings) that will not be resumed."""
+    partial_path(output).unlink(missing_ok=True)
+    _settings_path(output).unlink(missing_ok=True)
 
 
 def finish_progress(output: str | os.PathLike, progress: ResumableJsonl) -> None:
     """Closes and deletes the work file once `output` has been written."""
     progress.close()
-    partial_path(output).unlink(missing_ok=True)
-    _settings_path(output).unlink(missing_ok=True)
+    discard_progress(output)
 
 
 def chunks(items: list, size: int) -> list[list]:

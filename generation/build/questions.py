@@ -37,7 +37,12 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 
-from generation.backends.base import BACKENDS, Backend, load_backend, parse_backend_options
+from generation.backends.base import (
+    BACKENDS,
+    Backend,
+    LazyBackend,
+    parse_backend_options,
+)
 from generation.build.progress import chunks, finish_progress, open_progress
 from generation.build.stage_io import read_stage, write_stage
 from generation.io_utils import read_records
@@ -166,7 +171,11 @@ def run(
         **dict(settings or {}),
     }
     progress = open_progress(
-        output_path, lambda r: r["surface_name"], run_settings, restart=restart
+        output_path,
+        lambda r: r["surface_name"],
+        run_settings,
+        restart=restart,
+        inputs=[input_path],
     )
     todo = [r for r in rows if r["surface_name"] not in progress.done]
     batches = chunks(todo, chunk_size) if todo else []
@@ -246,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
         options["adapter"] = args.adapter
     prompt_format = args.prompt_format or ("instruction" if args.adapter else "chat")
     exemplars = load_exemplars(args.exemplars) if args.exemplars else None
-    backend = load_backend(args.backend, args.model, **options)
+    # Loaded on first use: the input is checked first, and a finished resume loads nothing.
+    backend = LazyBackend(args.backend, args.model, **options)
     try:
         run(
             args.input,
@@ -260,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
             settings={"backend": args.backend, "model": args.model, "adapter": args.adapter},
             show_progress=not args.no_progress,
         )
+    except ValueError as err:
+        print(f"ambigdocs build questions: error: {err}", file=sys.stderr)
+        return 2
     finally:
         backend.close()
     return 0

@@ -198,6 +198,8 @@ def run(
 
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    # The statistics, written last, mark the three files as one finished set (see `build all`).
+    stats_path(out / "split").unlink(missing_ok=True)
     for split, indices in assigned.items():
         atomic_write_json(out / _file_name(split), [kept[i] for i in indices], indent=None)
     stats = {

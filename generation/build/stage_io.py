@@ -47,6 +47,9 @@ def write_stage(
         The statistics as saved (with `stage` and `output` added).
     """
     records = list(records)
+    # The statistics file is written last and marks the output complete: drop the old one first,
+    # so that a crash between the two writes never pairs a new output with old statistics.
+    stats_path(path).unlink(missing_ok=True)
     if _is_parquet(path):
         import pyarrow as pa
         import pyarrow.parquet as pq
