@@ -316,6 +316,22 @@ def test_checker_on_real_tiny_models_maps_output_to_verdict(tiny_t5_dir):
     assert [r.entailed for r in results] == [verdict == "1"] * 3
     assert [r.statement for r in results] == statements * 3
 
+    # A random model's verdict is never "1": make the NLI answer fixed (the real tokenizer still
+    # encodes its inputs) so that both verdicts are seen through the real converter path.
+    class Answers:
+        def __init__(self, text):
+            self.text = text
+
+        def encode(self, texts):
+            return gen.encode(texts)
+
+        def generate_ids(self, ids, max_new_tokens):
+            return [self.text] * len(ids)
+
+    for text, entailed in (("1", True), ("0", False), ("1 ", False)):
+        checked = ModelEntailmentChecker(gen, Answers(text), converter_max_new_tokens=4)
+        assert [r.entailed for r in checked.check(items)] == [entailed] * 3, text
+
 
 def test_cli_loads_models_only_when_a_line_reaches_the_third_filter(tmp_path, tiny_t5_dir):
     from generation.build.cli import main as build_main

@@ -57,7 +57,13 @@ from generation.build.entailment import (
     EntailmentItem,
     disambiguate_question,
 )
-from generation.build.filters import add_entailment_options, checker_from_args, entailment_settings
+from generation.build.filters import (
+    MAX_ANSWER_PIECES,
+    add_entailment_options,
+    checker_from_args,
+    entailment_settings,
+    too_many_sentences,
+)
 from generation.build.passages import collect_passages
 from generation.build.progress import chunks, finish_progress, open_progress
 from generation.build.stage_io import read_stage, write_stage
@@ -66,7 +72,6 @@ from generation.prompts import render_expansion_prompt
 
 THRESHOLD = 0.2
 MAX_NEW_TOKENS = 50
-MAX_ANSWER_PIECES = 4
 
 
 def clean_answer(text: str, max_pieces: int = MAX_ANSWER_PIECES) -> str | None:
@@ -78,7 +83,7 @@ def clean_answer(text: str, max_pieces: int = MAX_ANSWER_PIECES) -> str | None:
     answer = text.strip().split("\n")[0].strip()
     if answer.endswith("."):
         answer = answer[:-1].strip()
-    if not answer or len(answer.split(".")) > max_pieces:
+    if not answer or too_many_sentences(answer, max_pieces):
         return None
     return answer
 

@@ -383,8 +383,11 @@ def run(
         "tie_break": tie_break,
         "method": method,
     }
-    if not todo and done.records:
-        stats["resumed_all_pages"] = True
+    resumed = len(pages) - len(todo)
+    if resumed:
+        # Passages are read only for the pages still to do: the title counts above cover those.
+        stats["pages_resumed_from_interrupted_run"] = resumed
+        stats["title_counts_cover"] = "only the pages computed in this run"
     saved = write_stage(output, records, stats, "seed")
     partial_path.unlink(missing_ok=True)
     options_path.unlink(missing_ok=True)
