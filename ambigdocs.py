@@ -134,6 +134,10 @@ def find_raw_files(folder: str | os.PathLike) -> dict[str, Path]:
     return found
 
 
+# The range of the `qid` column (int64); Arrow refuses anything outside it.
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _bad(source: str, index: int, field: str, problem: str) -> ValueError:
     return ValueError(f"{source}, row {index}: field {field!r} {problem}")
 
@@ -176,6 +180,8 @@ def parse_row(row: Any, *, source: str, index: int, keep_extra: bool = False) ->
         qid = int(qid)
     if not isinstance(qid, int) or isinstance(qid, bool):
         raise _bad(source, index, "qid", f"is {type(qid).__name__} {qid!r:.40}, not an integer")
+    if not _INT64_MIN <= qid <= _INT64_MAX:
+        raise _bad(source, index, "qid", f"is outside int64 ({str(qid)[:40]})")
     documents = row["documents"]
     if not isinstance(documents, list) or not documents:
         raise _bad(source, index, "documents", "must be a non-empty list of objects")
@@ -212,12 +218,42 @@ def read_raw_rows(path: str | os.PathLike, keep_extra: bool = False) -> Iterator
         keep_extra: see `parse_row`.
 
     Raises:
-        ValueError: the file or one of its rows is malformed (file, row and field named).
+        ValueError: the file or one of its rows is malformed (file, row and field named), or it
+            holds no rows.
     """
     from generation.io_utils import read_records
 
-    for index, row in enumerate(read_records(path)):
+    _refuse_top_level_object(Path(path))
+    rows = read_records(path)
+    if not rows:
+        # An empty split would otherwise surface as `datasets`' "corresponds to no data".
+        raise ValueError(f"{path}: no rows (the file is empty or an empty array)")
+    for index, row in enumerate(rows):
         yield parse_row(row, source=str(path), index=index, keep_extra=keep_extra)
+
+
+def _refuse_top_level_object(path: Path) -> None:
+    """Refuses a .json file that holds one JSON object other than a row (e.g. `{"data": [...]}`).
+
+    Such a file would otherwise be read as one-line JSONL and reported as a row missing `qid`.
+    A single row on one line (JSONL with a .json name) is still accepted.
+
+    Raises:
+        ValueError: the file is a JSON object that is not a row.
+    """
+    if path.suffix != ".json":
+        return
+    text = path.read_text(encoding="utf-8").lstrip()
+    if not text.startswith("{"):
+        return
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return  # several JSONL lines, or broken JSON: read_records names the line
+    if isinstance(data, dict) and not all(field in data for field in FEATURES):
+        raise ValueError(
+            f"{path}: not a JSON array of rows (a JSON object with keys {sorted(data)[:5]})"
+        )
 
 
 class AmbigDocsConfig(datasets.BuilderConfig):

@@ -78,15 +78,20 @@ def resolve_compute_dtype(name: str):
     return torch.float32
 
 
-def _apply_mixed_precision(training_args, dtype) -> None:
+def _apply_mixed_precision(training_args, dtype, user_set: bool = False) -> None:
     """Turns on the Trainer's mixed precision matching the compute dtype, on CUDA only.
 
     On a CPU the 4-bit layers already compute in `dtype` and the LoRA weights stay float32, so
     no autocast is needed (and transformers refuses bf16 on CPU without `--use_cpu`).
+
+    Args:
+        training_args: the SFTConfig, changed in place.
+        dtype: the compute dtype.
+        user_set: --bf16/--fp16 were given (even as false): keep them as they are.
     """
     import torch
 
-    if training_args.bf16 or training_args.fp16 or not torch.cuda.is_available():
+    if user_set or training_args.bf16 or training_args.fp16 or not torch.cuda.is_available():
         return  # the user chose, or there is nothing to choose
     if training_args.mixed_precision not in (None, "no"):
         return  # set by accelerate's config (ACCELERATE_MIXED_PRECISION)
@@ -181,7 +186,7 @@ def build_trainer(args: DistillArguments, training_args):
     from trl import SFTTrainer
 
     dtype = resolve_compute_dtype(args.compute_dtype)
-    _apply_mixed_precision(training_args, dtype)
+    _apply_mixed_precision(training_args, dtype, args.mixed_precision_set)
     if training_args.completion_only_loss is None:
         # trl's default for prompt-completion data; pre-tokenised data must say it explicitly.
         training_args.completion_only_loss = True

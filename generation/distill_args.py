@@ -13,6 +13,7 @@ warm-up, paged AdamW 32-bit, at most 4096 tokens.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -89,6 +90,9 @@ class DistillArguments:
     attn_implementation: str | None = field(
         default=None, metadata={"help": "Attention kernel (e.g. sdpa, flash_attention_2)."}
     )
+    # Not an option: set by `parse_args` when --bf16/--fp16 appear on the command line or in the
+    # YAML, so that an explicit `false` is kept instead of being replaced by the automatic choice.
+    mixed_precision_set: bool = field(default=False, init=False)
 
 
 def make_parser():
@@ -100,14 +104,33 @@ def make_parser():
     return parser
 
 
+_PRECISION_FLAGS = ("bf16", "fp16")
+
+
+def _precision_given(argv: list[str]) -> bool:
+    """Whether `argv` or its `--config` YAML sets --bf16 or --fp16 (to any value)."""
+    for arg in argv:
+        if any(arg == f"--{name}" or arg.startswith(f"--{name}=") for name in _PRECISION_FLAGS):
+            return True
+    if "--config" in argv and argv.index("--config") + 1 < len(argv):
+        import yaml
+
+        with open(argv[argv.index("--config") + 1], encoding="utf-8") as handle:
+            config = yaml.safe_load(handle)
+        return isinstance(config, dict) and any(name in config for name in _PRECISION_FLAGS)
+    return False
+
+
 def parse_args(argv: list[str] | None):
     """Parses `argv` (and its `--config YAML`) into `(DistillArguments, SFTConfig)`.
 
     Raises:
         ValueError: no `--output_dir`, or an eval strategy without an eval file.
     """
+    argv = list(argv) if argv is not None else sys.argv[1:]
     distill_args, training_args = make_parser().parse_args_and_config(args=argv)
-    if "--output_dir" not in (argv or []) and "--output-dir" not in (argv or []):
+    distill_args.mixed_precision_set = _precision_given(argv)
+    if "--output_dir" not in argv and "--output-dir" not in argv:
         # SFTConfig falls back to ./trainer_output; an adapter should never land there silently.
         if training_args.output_dir in (None, "trainer_output"):
             raise ValueError("--output_dir is required (where the adapter is written)")

@@ -138,6 +138,10 @@ def _break(row: dict, how: str) -> dict:
         row["documents"][1] = "just text"
     elif how == "pid null":
         row["documents"][0]["pid"] = None
+    elif how == "qid above int64":
+        row["qid"] = 2**63
+    elif how == "qid below int64":
+        row["qid"] = -(2**63) - 1
     return row
 
 
@@ -152,6 +156,8 @@ def _break(row: dict, how: str) -> dict:
         ("documents empty", "'documents' must be a non-empty list"),
         ("document not object", "'documents[1]' is a str"),
         ("pid null", "'documents[0].pid' is NoneType"),
+        ("qid above int64", "'qid' is outside int64"),
+        ("qid below int64", "'qid' is outside int64"),
     ],
 )
 def test_malformed_row_names_file_row_and_field(tmp_path, how, field):
@@ -178,6 +184,31 @@ def test_qid_as_decimal_text_and_extra_fields():
     assert "gen_answer" not in ambigdocs.parse_row(raw, source="x", index=0)
     kept = ambigdocs.parse_row(raw, source="x", index=0, keep_extra=True)
     assert kept["gen_answer"] == "an extra field"
+
+
+def test_int64_bounds_are_accepted():
+    for qid in (2**63 - 1, -(2**63)):
+        raw = make_row(1)
+        raw["qid"] = qid
+        assert ambigdocs.parse_row(raw, source="x", index=0)["qid"] == qid
+
+
+@pytest.mark.parametrize("text", ["", "[]", "  \n", "[\n]\n"])
+def test_empty_split_file_is_a_clear_error(tmp_path, text):
+    write_json(tmp_path / "train.json", [make_row(1)])
+    (tmp_path / "test.json").write_text(text)
+    with pytest.raises(ValueError, match="test.json: no rows"):
+        load_ambigdocs(data_dir=tmp_path, cache_dir=str(tmp_path / "cache"))
+
+
+def test_json_object_file_is_not_an_array_of_rows(tmp_path):
+    (tmp_path / "test.json").write_text(json.dumps({"data": [make_row(1)]}))
+    with pytest.raises(ValueError, match=r"test\.json: not a JSON array of rows"):
+        load_ambigdocs(data_dir=tmp_path, cache_dir=str(tmp_path / "cache"))
+    # One row on one line (JSONL under a .json name) is still a file of one row.
+    (tmp_path / "test.json").write_text(json.dumps(make_row(2)) + "\n")
+    ds = load_ambigdocs("test", data_dir=tmp_path, cache_dir=str(tmp_path / "cache2"))
+    assert list(ds["qid"]) == [2]
 
 
 def test_empty_folder_is_a_clear_error(tmp_path):

@@ -434,6 +434,62 @@ def test_mixed_precision_follows_compute_dtype_on_cuda_only(monkeypatch):
     assert (training.bf16, training.fp16, training.mixed_precision) == (False, True, "fp16")
 
 
+@pytest.mark.parametrize(
+    "argv, yaml_text",
+    [
+        (["--bf16", "false"], None),
+        (["--bf16=False"], None),
+        (["--fp16", "false"], None),
+        ([], "bf16: false\n"),
+    ],
+)
+def test_explicit_no_mixed_precision_is_kept_on_cuda(monkeypatch, tmp_path, argv, yaml_text):
+    import torch
+
+    from generation.distill import _apply_mixed_precision
+
+    if yaml_text is not None:
+        (tmp_path / "c.yaml").write_text(yaml_text)
+        argv = ["--config", str(tmp_path / "c.yaml")]
+    args, training = parse_args(REQUIRED + argv)
+    auto_args, auto_training = parse_args(REQUIRED)  # neither flag given
+    assert (args.mixed_precision_set, auto_args.mixed_precision_set) == (True, False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # after parsing: no device setup
+    _apply_mixed_precision(training, torch.bfloat16, args.mixed_precision_set)
+    assert (training.bf16, training.fp16, training.mixed_precision) == (False, False, "no")
+    # Without the flags, the automatic choice applies.
+    _apply_mixed_precision(auto_training, torch.bfloat16, auto_args.mixed_precision_set)
+    assert (auto_training.bf16, auto_training.mixed_precision) == (True, "bf16")
+
+
+def test_loss_is_on_the_completion_tokens_only(
+    tiny_llama_dir, filter_file, sample_dir, tmp_path, tokenizer
+):
+    """One batch of the real trainer: labels -100 on the prompt, the input ids on the target."""
+    from generation.distill import build_trainer
+
+    args, training_args = parse_args(
+        ["--base-model", str(tiny_llama_dir), "--train", str(filter_file)]
+        + ["--output-dir", str(tmp_path / "o"), "--quantization", "none", "--max_steps", "1"]
+        + ["--max_length", "512", "--per_device_train_batch_size", "2", "--save_strategy", "no"]
+    )
+    trainer = build_trainer(args, training_args)
+    batch = next(iter(trainer.get_train_dataloader()))
+    rows = to_prompt_completion(select_ok_records(_filter_records(sample_dir)))
+    expected = [tokenize_example(r["prompt"], r["completion"], tokenizer) for r in rows]
+    assert len(batch["input_ids"]) == 2
+    columns = (batch["input_ids"], batch["labels"], batch["attention_mask"])
+    for ids, labels, mask in zip(*columns, strict=True):
+        n = int(mask.sum())
+        ids, labels = ids.tolist(), labels.tolist()
+        (example,) = [e for e in expected if e["input_ids"] == ids[:n]]
+        n_prompt = example["completion_mask"].index(1)
+        assert 0 < n_prompt < n
+        assert labels[:n_prompt] == [-100] * n_prompt
+        assert labels[n_prompt:n] == ids[n_prompt:n]
+        assert labels[n:] == [-100] * (len(labels) - n)  # padding
+
+
 def test_float32_compute_keeps_a_float32_adapter_and_trains(tiny_llama_dir, filter_file, tmp_path):
     import torch
 

@@ -163,3 +163,19 @@ def test_release_unreachable_is_a_clear_error(tmp_path, capsys):
     assert export.main(["--cache-dir", str(tmp_path / "c"), str(tmp_path / "out")]) == 1
     assert "give the raw files with --data-dir" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "x"])
+def test_max_shard_mb_below_one_is_an_argument_error(tmp_path, capsys, value):
+    with pytest.raises(SystemExit) as err:
+        export.main(["--config", "sample", "--max-shard-mb", value, str(tmp_path / "o")])
+    assert err.value.code == 2
+    assert "--max-shard-mb" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_write_split_refuses_a_non_positive_shard_size(tmp_path):
+    from generation.hub.layout import write_split
+
+    with pytest.raises(ValueError, match="max_shard_bytes must be positive"):
+        write_split(load_ambigdocs("test", config="sample"), tmp_path, "default", "test", 0)

@@ -397,3 +397,82 @@ def test_extra_fields_of_mixed_types_are_refused_before_any_hub_call(hub, tmp_pa
     with pytest.raises(ValueError, match=r"runs\.json: the extra fields \['gen_answer'\]"):
         push.push_split(src, "me/x", "test", config="runs", api=hub)
     assert hub.calls == []
+
+
+def _seed_with_configs(hub, tmp_path, repo_id, configs):
+    """An export of the sample (split `test`) whose card declares its files as `configs`."""
+    files = _seed_from_export(hub, tmp_path, repo_id)
+    card = DatasetCard(files["README.md"].decode())
+    card.data["configs"] = configs
+    hub.seed(repo_id, "dataset", {**files, "README.md": str(card).encode()})
+
+
+@pytest.mark.parametrize(
+    "entry, form",
+    [
+        ({"data_files": "data/test-00000-of-00001.parquet"}, "'data/test-00000-of-00001.parquet'"),
+        ({"data_files": ["data/test-*"]}, r"\['data/test-\*'\]"),
+        ({"data_dir": "data"}, "data_dir 'data'"),
+    ],
+)
+def test_configs_in_other_forms_are_refused_before_any_upload(hub, tmp_path, entry, form):
+    _seed_with_configs(hub, tmp_path, "me/forms", [{"config_name": "default", **entry}])
+    src = write_json(tmp_path / "t.json", [make_row(1)])
+    with pytest.raises(
+        ValueError, match=rf"me/forms: config 'default' declares its files as {form}"
+    ):
+        push.push_split(src, "me/forms", "train", api=hub, dry_run=True)
+    assert not [c for c in hub.calls if c[0].startswith("create")]
+
+
+def test_other_configs_in_other_forms_are_protected(hub, tmp_path):
+    # Config `all` reads everything under data/ (data_dir, no data_files): pushing a `default`
+    # split there would change `all`, so it is refused; another config's folder is fine.
+    configs = [
+        {"config_name": "default", "data_files": [{"split": "test", "path": "data/test-*"}]},
+        {"config_name": "all", "data_dir": "data"},
+    ]
+    _seed_with_configs(hub, tmp_path, "me/forms", configs)
+    src = write_json(tmp_path / "t.json", [make_row(1)])
+    with pytest.raises(ValueError, match="also belongs to another split"):
+        push.push_split(src, "me/forms", "train", api=hub)
+    push.push_split(src, "me/forms", "train", config="extra", api=hub)
+    assert "extra/train-00000-of-00001.parquet" in hub.files("me/forms")
+
+
+def test_undeclared_shards_under_the_split_pattern_are_replaced(hub, tmp_path):
+    files = _seed_from_export(hub, tmp_path)  # the card declares only `test`
+    stale = "data/train-00000-of-00002.parquet"
+    hub.seed("me/ambig", "dataset", {**files, stale: files["data/test-00000-of-00001.parquet"]})
+    push.push_split(write_json(tmp_path / "t.json", [make_row(1)]), "me/ambig", "train", api=hub)
+    ops = [(type(op).__name__, op.path_in_repo) for op in hub.commits()[0]["operations"]]
+    assert ("CommitOperationDelete", stale) in ops
+    repo = hub.materialize("me/ambig", tmp_path / "repo")
+    assert list(_load(repo, split="train", cache=tmp_path / "c")["qid"]) == [1]
+
+
+def test_pr_against_a_missing_branch_is_refused(hub, tmp_path):
+    _seed_from_export(hub, tmp_path)
+    src = write_json(tmp_path / "t.json", [make_row(1)])
+    with pytest.raises(ValueError, match="--create-pr needs an existing --revision"):
+        push.push_split(src, "me/ambig", "test", revision="v2", create_pr=True, api=hub)
+    assert not [c for c in hub.calls if c[0].startswith("create")]
+
+
+def test_new_branch_starts_at_the_commit_read(hub, tmp_path):
+    _seed_from_export(hub, tmp_path)
+    sha = hub.repos[("dataset", "me/ambig")]["branches"]["main"]["__sha__"]
+    seen = {}
+    real_create_branch = hub.create_branch
+
+    def create_branch(repo_id, **kwargs):
+        seen.update(kwargs)
+        return real_create_branch(repo_id, **kwargs)
+
+    hub.create_branch = create_branch
+    push.push_split(
+        write_json(tmp_path / "t.json", [make_row(1)]), "me/ambig", "test", revision="v2", api=hub
+    )
+    assert seen["branch"] == "v2" and seen["revision"] == sha
+    assert hub.commits()[-1]["parent_commit"] == sha
+    assert "data/test-00000-of-00001.parquet" in hub.files("me/ambig", branch="v2")

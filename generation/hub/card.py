@@ -108,6 +108,43 @@ def card_infos(card: DatasetCard) -> DatasetInfosDict:
     return DatasetInfosDict.from_dataset_card_data(card.data)
 
 
+def split_entries(entry: Mapping, config: str, where: str) -> list[dict]:
+    """The `data_files` of one config, checked to be the form `push` can extend.
+
+    `push` adds or replaces one `{split, path}` item and keeps the others. The other forms the
+    loader accepts (a plain pattern, a list of patterns, a `data_dir` with or without
+    `data_files`) name the splits by the files' names, so adding an item to them would change or
+    hide the splits already there: they are refused, not rewritten.
+
+    Args:
+        entry: the config's entry of `configs` (`{"data_files": ..., ...}`).
+        config: the config's name (for the message).
+        where: the repository or card (for the message).
+
+    Returns:
+        The `{split, path}` items (empty for a config with no `data_files` and no `data_dir`).
+
+    Raises:
+        ValueError: the config declares its files in another form.
+    """
+    files = entry.get("data_files")
+    if entry.get("data_dir") is not None:
+        form = f"data_dir {entry['data_dir']!r}"
+    elif files is None:
+        return []
+    elif isinstance(files, list) and all(
+        isinstance(item, dict) and isinstance(item.get("split"), str) and "path" in item
+        for item in files
+    ):
+        return [dict(item) for item in files]
+    else:
+        form = repr(files)
+    raise ValueError(
+        f"{where}: config {config!r} declares its files as {form}; push only extends configs "
+        "whose data_files is a list of {split, path} (without data_dir)"
+    )
+
+
 def set_split(
     card: DatasetCard,
     config: str,
@@ -125,10 +162,13 @@ def set_split(
         features: the config's features (all its splits share them).
         info: the split's size.
         data_files: the split's `data_files` paths; default: the layout's pattern.
+
+    Raises:
+        ValueError: the config declares its files in a form other than `{split, path}` items.
     """
     configs = card_configs(card)
     entry = dict(configs.get(config, {}))
-    files = list(entry.get("data_files") or [])
+    files = split_entries(entry, config, "the card")
     new = {"split": split, "path": data_files or split_pattern(config, split)}
     for i, item in enumerate(files):
         if isinstance(item, dict) and item.get("split") == split:

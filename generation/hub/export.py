@@ -116,6 +116,17 @@ def build_configs(
     return out
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1 (a shard size of 0 MiB makes no shards)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="ambigdocs export",
@@ -136,7 +147,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output_dir")
     parser.add_argument("--cache-dir", help="datasets cache for the build")
     parser.add_argument(
-        "--max-shard-mb", type=int, default=DEFAULT_MAX_SHARD_BYTES >> 20, help="Parquet shard size"
+        "--max-shard-mb",
+        type=_positive_int,
+        default=DEFAULT_MAX_SHARD_BYTES >> 20,
+        help="Parquet shard size in MiB (at least 1)",
     )
     args = parser.parse_args(argv)
     args.config = args.config or ["default"]

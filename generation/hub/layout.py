@@ -81,7 +81,12 @@ def write_split(
 
     Returns:
         The written files, relative to `root`, POSIX-style, in shard order.
+
+    Raises:
+        ValueError: `max_shard_bytes` is not positive.
     """
+    if max_shard_bytes <= 0:
+        raise ValueError(f"max_shard_bytes must be positive, got {max_shard_bytes}")
     num_shards = max(1, math.ceil(dataset.data.nbytes / max_shard_bytes))
     folder = Path(root) / split_folder(config)
     folder.mkdir(parents=True, exist_ok=True)

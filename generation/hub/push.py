@@ -35,11 +35,17 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 from ambigdocs import FEATURES, parse_row, raw_file_names, read_raw_rows
 from generation.hub import card as dataset_card
 from generation.hub import remote
-from generation.hub.layout import check_config_name, check_split_name, write_split
+from generation.hub.layout import (
+    check_config_name,
+    check_split_name,
+    split_pattern,
+    write_split,
+)
 
 REPO_TYPE = "dataset"
 # Files of a dataset repository that are not data (never counted as unexported data files).
-_NOT_DATA = ("README.md", ".gitattributes", "*.md", "*.py", "*.txt", "*.yaml", "*.yml", ".*")
+# fnmatch's `*` also matches `/`: "*.md" covers README.md and ".*" covers .gitattributes.
+_NOT_DATA = ("*.md", "*.py", "*.txt", "*.yaml", "*.yml", ".*")
 
 
 def check_features(features: datasets.Features, source: str) -> None:
@@ -151,6 +157,23 @@ def _match(path: str, patterns: str | list[str]) -> bool:
     return any(fnmatch.fnmatchcase(path, p) for p in patterns)
 
 
+def _config_patterns(entry: dict) -> list[str | list[str]]:
+    """Every file pattern a config reads, whatever form its `data_files` has."""
+    files = entry.get("data_files")
+    data_dir = entry.get("data_dir")
+    if files is None:
+        # No data_files: the loader takes every file under data_dir (or the whole repository).
+        return [f"{data_dir.rstrip('/')}/*" if data_dir else "*"]
+    items = [files] if isinstance(files, str) else list(files)
+    patterns: list[str] = []
+    for item in items:
+        paths = item["path"] if isinstance(item, dict) else item
+        patterns += [paths] if isinstance(paths, str) else list(paths)
+    if data_dir:
+        patterns = [f"{data_dir.rstrip('/')}/{p}" for p in patterns]
+    return patterns
+
+
 def plan_push(
     dataset: datasets.Dataset,
     repo_id: str,
@@ -175,7 +198,8 @@ def plan_push(
         (operations, new README.md text).
 
     Raises:
-        ValueError: the push would touch other splits, the config's features differ, or the
+        ValueError: the push would touch other splits, the config's features differ, the
+            config declares its files in a form other than `{split, path}` items, or the
             repository holds data files its card does not describe.
     """
     check_split_name(split)
@@ -202,15 +226,15 @@ def plan_push(
         )
 
     # Files of this split now, and of every other split of every config (never touched).
-    old_patterns, other_patterns = [], []
+    own_items = dataset_card.split_entries(configs.get(config, {}), config, repo_id)
+    old_patterns = [item["path"] for item in own_items if item["split"] == split]
+    other_patterns = [item["path"] for item in own_items if item["split"] != split]
     for name, entry in configs.items():
-        for item in entry.get("data_files") or []:
-            if not isinstance(item, dict):
-                other_patterns.append(item)
-            elif name == config and item["split"] == split:
-                old_patterns.append(item["path"])
-            else:
-                other_patterns.append(item["path"])
+        if name != config:
+            other_patterns += _config_patterns(entry)
+    # Undeclared leftovers under this split's own pattern (e.g. shards of an earlier layout)
+    # would be read as part of it: they are replaced too, so the card and the files agree.
+    old_patterns.append(split_pattern(config, split))
     old_files = [f for f in state.files if any(_match(f, p) for p in old_patterns)]
     new_files = write_split(dataset, workdir, config, split)
     for path in old_files + new_files:
@@ -253,13 +277,17 @@ def push_split(
         source_config: the config to read from an export folder.
         private: create the repository private if it does not exist.
         revision: the branch to commit to (created if missing).
-        create_pr: open a pull request.
+        create_pr: open a pull request (against `revision`, which must then exist).
         dry_run: print what would be uploaded, upload nothing.
         api: an `HfApi`-like object (default: `HfApi()`, with the usual token).
         out: where the report goes.
 
     Returns:
         The commit's `CommitInfo`, or None on a dry run.
+
+    Raises:
+        ValueError: the source is invalid, the card cannot be extended, or `create_pr` names
+            a branch that does not exist.
     """
     out = out or sys.stdout
     dataset = read_source(source, split, config, source_config)  # validate before any Hub call
@@ -268,6 +296,7 @@ def push_split(
 
         api = HfApi()
     state = remote.read_repo_state(api, repo_id, REPO_TYPE, revision)
+    remote.check_pr_target(state, revision, create_pr)  # before printing or uploading anything
     card_text = remote.read_text_file(api, repo_id, REPO_TYPE, state, "README.md")
     with tempfile.TemporaryDirectory(prefix="ambigdocs-push-") as tmp:
         operations, readme = plan_push(dataset, repo_id, split, config, state, card_text, Path(tmp))
@@ -310,7 +339,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--source-config", help="config to read from an export folder")
     parser.add_argument("--private", action="store_true", help="create the repository private")
     parser.add_argument("--revision", help="branch to commit to (created if missing)")
-    parser.add_argument("--create-pr", action="store_true", help="open a pull request")
+    parser.add_argument(
+        "--create-pr",
+        action="store_true",
+        help="open a pull request (against an existing --revision)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print what would be uploaded")
     args = parser.parse_args(argv)
     if args.repo_id.count("/") != 1:

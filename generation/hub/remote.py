@@ -106,29 +106,54 @@ def commit(
         operations: `CommitOperationAdd` / `CommitOperationDelete` items.
         message: the commit message.
         private: create the repository private (an existing one keeps its visibility).
-        revision: the branch to commit to (created from the default branch if missing);
+        revision: the branch to commit to (created at the commit read if missing);
             None: the default branch.
-        create_pr: open a pull request instead of committing to the branch.
+        create_pr: open a pull request against `revision` (which must exist) instead of
+            committing to it.
         space_sdk: the SDK of a new Space (`gradio`).
 
     Returns:
         The `CommitInfo` (`commit_url`, `pr_url`).
+
+    Raises:
+        ValueError: `create_pr` against a branch that does not exist.
     """
     if not state.exists:
         kwargs = {"space_sdk": space_sdk} if space_sdk else {}
         api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, **kwargs)
-    if revision and not state.branch_exists and not create_pr:
-        api.create_branch(repo_id, repo_type=repo_type, branch=revision, exist_ok=True)
+    check_pr_target(state, revision, create_pr)
+    if revision and not state.branch_exists:
+        # Start the branch at the commit that was read, not at whatever the default branch holds
+        # now; the commit below is then pinned to it like any other.
+        api.create_branch(
+            repo_id, repo_type=repo_type, branch=revision, revision=state.sha, exist_ok=True
+        )
     return api.create_commit(
         repo_id,
         operations,
         commit_message=message,
         repo_type=repo_type,
-        revision=revision if (state.branch_exists or not create_pr) else None,
+        revision=revision,
         create_pr=create_pr,
-        # A new repository or branch has no parent to pin.
-        parent_commit=state.sha if (state.exists and state.branch_exists) else None,
+        # A new repository has no parent to pin.
+        parent_commit=state.sha if state.exists else None,
     )
+
+
+def check_pr_target(state: RepoState, revision: str | None, create_pr: bool) -> None:
+    """Refuses a pull request against a branch that does not exist.
+
+    The Hub would open it against the default branch instead, while the report names the
+    branch.
+
+    Raises:
+        ValueError: `create_pr` with a `revision` that the repository does not have.
+    """
+    if create_pr and revision and not state.branch_exists:
+        raise ValueError(
+            f"--create-pr needs an existing --revision: branch {revision!r} does not exist "
+            "(push to it without --create-pr to create it)"
+        )
 
 
 def report(info: Any, out=None) -> None:
