@@ -16,8 +16,10 @@ documents in prompt order: `pid`, `title`, `text`), `gen_answer`, `setting`, `mo
 `prompt_format`, `few_shot`, `num_new_tokens`. `ambigdocs evaluate` reads it; `--export-json`
 also writes the authors' results JSON (a JSON list of the same rows).
 
-Resuming: lines are flushed and fsynced batch by batch; the same command again skips finished
-qids (a SIGKILL loses at most the batch in flight). The arguments that decide the answers are
+Resuming: lines are flushed and fsynced chunk by chunk; the same command again skips finished
+qids (a SIGKILL loses at most the chunk in flight: `--batch-size` prompts for hf, at least the
+request concurrency for openai, at least 256 for vllm; see `chunk_size`). The arguments that
+decide the answers (and the `--base-url` and answer-changing `--backend-option` values) are
 kept in the sidecar `OUTPUT.meta.json`; a run whose arguments differ is refused (use
 `--overwrite` to start again). `--limit` and `--batch-size` are not among them: a larger limit
 extends a run, and the batch size does not change greedy answers.
@@ -35,11 +37,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from generation.backends.base import parse_backend_options
-from generation.document_settings import DEFAULT_NUM_DOCS, SETTINGS, select_documents
+from generation.document_settings import (
+    DEFAULT_NUM_DOCS,
+    SETTINGS,
+    as_document_list,
+    select_documents,
+)
 from generation.io_utils import ResumableJsonl, atomic_write_json, atomic_write_jsonl, iter_jsonl
 from generation.prompts import render_answer_prompt
 
 META_VERSION = 1
+VLLM_MIN_CHUNK = 256  # prompts per vLLM call at least (it schedules its own batches)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -184,6 +192,48 @@ def existing_parts(output: Path) -> list[Path]:
     return sorted(output.parent.glob(f"{output.name}.part*.jsonl"))
 
 
+# Back-end options that do not change the answers (speed, retries, progress), or that must never
+# be written to disk (credentials): left out of the meta file and of the resume check.
+NON_ANSWER_OPTIONS = frozenset(
+    {
+        "api_key",
+        "max_concurrency",
+        "max_retries",
+        "backoff_base",
+        "backoff_max",
+        "batch_size",
+        "show_progress",
+        "timeout",
+        "gpu_memory_utilization",
+    }
+)
+SECRET_WORDS = ("secret", "password", "credential")
+
+
+def looks_secret(key: str) -> bool:
+    """Whether an option name looks like a credential (`api_key`, `hf_token`, `*secret*`, ...)."""
+    key = key.lower()
+    return key.endswith(("key", "token")) or any(word in key for word in SECRET_WORDS)
+
+
+def answer_options(args: argparse.Namespace) -> dict:
+    """The `--backend-option` values that may change the answers, JSON-safe and sorted.
+
+    Keys in `NON_ANSWER_OPTIONS`, `device` (where the model runs) and keys that look like
+    credentials (`looks_secret`) are left out.
+    """
+    options = parse_backend_options(args.backend_option)
+    kept = {}
+    for key in sorted(options):
+        if key in NON_ANSWER_OPTIONS or key == "device":
+            continue
+        if looks_secret(key):
+            continue
+        kept[key] = options[key]
+    # YAML scalars may be dates etc.: store what JSON round-trips, so old == new compares.
+    return json.loads(json.dumps(kept, default=str))
+
+
 def run_meta(args: argparse.Namespace, prompt_format: str) -> dict:
     """The arguments that decide the answers (what must match to resume)."""
     exemplars = None
@@ -205,7 +255,13 @@ def run_meta(args: argparse.Namespace, prompt_format: str) -> dict:
         "max_new_tokens": args.max_new_tokens,
         "prompt_format": prompt_format,
         "dtype": args.dtype,
+        "base_url": args.base_url if args.backend == "openai" else None,
+        "backend_options": answer_options(args),
     }
+
+
+# Meta keys added after META_VERSION 1 and their value in files written before them.
+META_DEFAULTS = {"base_url": None, "backend_options": {}}
 
 
 def check_meta(output: Path, meta: dict) -> bool:
@@ -224,7 +280,11 @@ def check_meta(output: Path, meta: dict) -> bool:
             "these arguments; choose another --output or pass --overwrite"
         )
     old = json.loads(mpath.read_text(encoding="utf-8"))
-    diff = {k: (old.get(k), v) for k, v in meta.items() if old.get(k) != v}
+    diff = {
+        k: (old.get(k, META_DEFAULTS.get(k)), v)
+        for k, v in meta.items()
+        if old.get(k, META_DEFAULTS.get(k)) != v
+    }
     if diff:
         lines = ", ".join(f"{k}: {a!r} (existing) vs {b!r} (now)" for k, (a, b) in diff.items())
         raise ValueError(
@@ -289,6 +349,67 @@ def backend_options(args: argparse.Namespace, device: str | None) -> dict:
     return opts
 
 
+def check_process_layout(backend: str, num_processes: int) -> None:
+    """Refuses layouts that cannot work.
+
+    Raises:
+        ValueError: `vllm` under accelerate with more than one process: every process's engine
+            would claim GPU 0; vLLM spreads one model over GPUs itself.
+    """
+    if backend == "vllm" and num_processes > 1:
+        raise ValueError(
+            f"--backend vllm does not run under accelerate with {num_processes} processes (every "
+            "process's vLLM engine would start on GPU 0); launch one process and pass "
+            f"--backend-option tensor_parallel_size={num_processes} to use {num_processes} GPUs"
+        )
+
+
+def load_exemplars(path: str) -> list[dict]:
+    """Few-shot exemplars from a JSON/JSONL file, validated; `docs` as a list of dicts.
+
+    Raises:
+        ValueError: no exemplars, or an exemplar without a string `question`/`answer` or with
+            `docs` that are not a list of documents with string `title` and `text` (the message
+            names the exemplar index and the field).
+    """
+    from generation.io_utils import read_records
+
+    records = read_records(path)
+    if not records:
+        raise ValueError(f"--exemplars {path}: no exemplars")
+    exemplars = []
+    for i, ex in enumerate(records):
+        where = f"--exemplars {path}: exemplar {i}"
+        if not isinstance(ex, dict):
+            raise ValueError(f"{where} is not an object")
+        for field in ("question", "answer"):
+            if not isinstance(ex.get(field), str):
+                raise ValueError(f"{where}: field {field!r} must be a string")
+        if ex.get("docs") is None:
+            raise ValueError(f"{where}: missing field 'docs'")
+        docs = as_document_list(ex["docs"], where=where, field="docs")
+        exemplars.append({**ex, "docs": docs})
+    return exemplars
+
+
+def chunk_size(args: argparse.Namespace) -> int:
+    """How many prompts the runner hands the back-end at once (and writes out together).
+
+    hf: `--batch-size` (its own batch). openai: at least the concurrency limit, else fewer
+    requests than allowed would be in flight. vllm: at least 256, so that its continuous
+    batching has work to schedule. A chunk is also the most finished work a crash can lose.
+    """
+    if args.backend == "openai":
+        from generation.backends.openai import DEFAULT_MAX_CONCURRENCY
+
+        options = parse_backend_options(args.backend_option)
+        concurrency = options.get("max_concurrency", args.max_concurrency)
+        return max(args.batch_size, int(concurrency or DEFAULT_MAX_CONCURRENCY))
+    if args.backend == "vllm":
+        return max(args.batch_size, VLLM_MIN_CHUNK)
+    return args.batch_size
+
+
 def default_prompt_format(backend) -> str:
     """`chat` when the back-end can render chat messages, else `plain`."""
     return "chat" if getattr(backend, "has_chat_template", False) else "plain"
@@ -317,15 +438,12 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--batch-size must be >= 1, got {args.batch_size}")
     output = Path(args.output)
     state = _state()
+    check_process_layout(args.backend, state.num_processes)
     if args.overwrite and state.is_main_process:
         discard_output(output)
     state.wait_for_everyone()
     rows = load_rows(args)
-    exemplars = None
-    if args.exemplars:
-        from generation.io_utils import read_records
-
-        exemplars = read_records(args.exemplars)
+    exemplars = load_exemplars(args.exemplars) if args.exemplars else None
 
     # Documents are fixed per example before anything else (and bad rows fail before the model
     # loads): batches and processes only change speed.
@@ -383,8 +501,9 @@ def run(args: argparse.Namespace) -> int:
         dynamic_ncols=True,
     )
     with ResumableJsonl(target, key=lambda r: r["qid"]) as out:
-        for start in range(0, len(jobs), args.batch_size):
-            batch = jobs[start : start + args.batch_size]
+        chunk = chunk_size(args)
+        for start in range(0, len(jobs), chunk):
+            batch = jobs[start : start + chunk]
             gens = backend.generate([j[2] for j in batch], max_new_tokens=args.max_new_tokens)
             records = []
             for (row, docs, _), gen in zip(batch, gens, strict=True):

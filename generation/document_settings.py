@@ -79,8 +79,8 @@ def select_documents(
         A list of `{"pid", "title", "text"}`.
 
     Raises:
-        ValueError: unknown setting, or a row without the field the setting needs (the message
-            names the qid and the field).
+        ValueError: unknown setting, or a row whose field the setting needs (`documents`,
+            `retrieved`) is missing, malformed or empty (the message names the qid and field).
     """
     if setting not in SETTINGS:
         raise ValueError(f"setting must be one of {SETTINGS}, got {setting!r}")
@@ -91,6 +91,8 @@ def select_documents(
     shown: list[dict] = []
     if setting in ("gold-only", "gold-retrieved"):
         gold = as_document_list(row.get("documents"), where=where, field="documents")
+        if not gold:
+            raise ValueError(f"{where}: field 'documents' is empty (setting {setting!r})")
         shown = [_shown(d) for d in rng.sample(gold, min(num_docs, len(gold)))]
     if setting in ("gold-retrieved", "retrieved-only"):
         if row.get("retrieved") is None:
@@ -99,6 +101,8 @@ def select_documents(
                 "(run `ambigdocs retrieve` and pass its output with --retrieved)"
             )
         retrieved = as_document_list(row["retrieved"], where=where, field="retrieved")
+        if not retrieved:
+            raise ValueError(f"{where}: field 'retrieved' is empty (setting {setting!r})")
         seen = {d["pid"] for d in shown}
         for d in retrieved:
             if len(shown) >= num_docs:

@@ -223,3 +223,101 @@ def test_accelerate_two_processes_match_one(
     assert "answer[0]" in res.stderr  # two shards, really
     assert _rows(out) == reference
     assert not list(tmp_path.glob("dp.jsonl.part*"))
+
+
+def test_backend_options_that_change_answers_are_part_of_the_resume_check(
+    tiny_llama_dir, data_dir, tmp_path, capsys
+):
+    from generation.answer import build_parser, run_meta
+
+    out = tmp_path / "a.jsonl"
+    assert answer_main(_args(tiny_llama_dir, data_dir, out, "--limit", "1")) == 0
+    capsys.readouterr()
+    changed = _args(
+        tiny_llama_dir, data_dir, out, "--limit", "2",
+        "--backend-option", f"tokenizer={tiny_llama_dir}",
+    )  # fmt: skip
+    assert answer_main(changed) == 2
+    err = capsys.readouterr().err
+    assert "different arguments" in err and "backend_options: {} (existing)" in err
+    # Options that only change speed or hold credentials neither block a resume nor get written.
+    same = _args(
+        tiny_llama_dir, data_dir, out, "--limit", "2",
+        "--backend-option", "show_progress=true", "--backend-option", "batch_size=3",
+    )  # fmt: skip
+    assert answer_main(same) == 0 and len(_rows(out)) == 2
+    argv = ["--model", "m", "--backend", "openai", "--config", "sample", "--output", "o.jsonl"]
+    meta = run_meta(
+        build_parser().parse_args(
+            [*argv, "--base-url", "http://h/v1", "--backend-option", "api_key=sk-SECRET",
+             "--backend-option", "max_tokens_param=max_completion_tokens",
+             "--backend-option", "timeout=5"]
+        ),
+        "chat",
+    )  # fmt: skip
+    assert meta["base_url"] == "http://h/v1"
+    assert meta["backend_options"] == {"max_tokens_param": "max_completion_tokens"}
+    assert "sk-SECRET" not in json.dumps(meta)
+
+
+def test_vllm_under_several_processes_is_refused(monkeypatch, tmp_path, capsys):
+    from types import SimpleNamespace
+
+    import generation.answer as answer
+
+    answer.check_process_layout("vllm", 1)
+    answer.check_process_layout("hf", 4)
+    with pytest.raises(ValueError, match="tensor_parallel_size=4"):
+        answer.check_process_layout("vllm", 4)
+    # The runner checks before anything else (no vllm needed to see the error).
+    monkeypatch.setattr(answer, "_state", lambda: SimpleNamespace(num_processes=2))
+    argv = ["--model", "m", "--backend", "vllm", "--config", "sample", "--output",
+            str(tmp_path / "v.jsonl")]  # fmt: skip
+    assert answer_main(argv) == 2
+    assert "tensor_parallel_size=2" in capsys.readouterr().err
+
+
+def test_bad_exemplars_name_the_exemplar_and_field(tiny_llama_dir, data_dir, tmp_path, capsys):
+    from generation.answer import load_exemplars
+
+    cases = {
+        "no_answer.json": ([{"question": "q", "docs": []}], r"exemplar 0: field 'answer'"),
+        "bad_doc.json": (
+            [{"question": "q", "docs": [{"title": "t", "text": "x"}], "answer": "a"},
+             {"question": "q", "docs": [{"title": "t"}], "answer": "a"}],
+            r"exemplar 1: docs\[0\] has no string 'text'",
+        ),
+        "no_docs.json": ([{"question": "q", "answer": "a"}], r"exemplar 0: missing field 'docs'"),
+        "q_not_str.json": ([{"question": 3, "docs": [], "answer": "a"}], "exemplar 0.*'question'"),
+    }  # fmt: skip
+    for name, (records, message) in cases.items():
+        path = tmp_path / name
+        path.write_text(json.dumps(records))
+        with pytest.raises(ValueError, match=message):
+            load_exemplars(str(path))
+    # Through the CLI: a clear error, not a KeyError.
+    args = _args(tiny_llama_dir, data_dir, tmp_path / "o.jsonl", "--few-shot",
+                 "--exemplars", str(tmp_path / "bad_doc.json"))  # fmt: skip
+    assert answer_main(args) == 2
+    assert "exemplar 1: docs[0] has no string 'text'" in capsys.readouterr().err
+    # A good file; docs as a dict of lists (datasets' shape) become a list of documents.
+    good = tmp_path / "good.jsonl"
+    ex = {"question": "q", "docs": {"title": ["A"], "text": ["a"]}, "answer": "x"}
+    good.write_text(json.dumps(ex) + "\n")
+    assert load_exemplars(str(good))[0]["docs"] == [{"title": "A", "text": "a"}]
+
+
+def test_chunk_size_lets_openai_and_vllm_work_in_parallel():
+    from generation.answer import build_parser, chunk_size
+
+    def chunk(*extra):
+        argv = ["--model", "m", "--config", "sample", "--output", "o.jsonl", *extra]
+        return chunk_size(build_parser().parse_args(argv))
+
+    assert chunk("--backend", "hf", "--batch-size", "2") == 2
+    assert chunk("--backend", "openai", "--batch-size", "2") == 8  # the default concurrency
+    assert chunk("--backend", "openai", "--batch-size", "2", "--max-concurrency", "32") == 32
+    assert chunk("--backend", "openai", "--backend-option", "max_concurrency=16") == 16
+    assert chunk("--backend", "openai", "--batch-size", "64", "--max-concurrency", "4") == 64
+    assert chunk("--backend", "vllm", "--batch-size", "2") == 256
+    assert chunk("--backend", "vllm", "--batch-size", "1000") == 1000

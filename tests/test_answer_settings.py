@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from generation.document_settings import example_rng, select_documents
@@ -41,11 +49,44 @@ def test_gold_only_samples_min_5_m_and_is_seeded_by_seed_and_qid():
     assert len(firsts) > 1
 
 
-def test_rng_is_independent_of_python_hash_seed():
-    # SHA-256 seeding: a fixed, documented value rather than hash() of a string.
-    assert example_rng(0, 5).random() == example_rng(0, 5).random()
+def test_documents_do_not_depend_on_python_hash_seed():
+    # Two interpreters with different string-hash salts must draw the same documents; a
+    # generator seeded through hash() of a string (or a set's order) would differ between them.
+    code = (
+        "import json; from generation.document_settings import select_documents\n"
+        "gold = [{'title': f'G{k}', 'text': 't', 'pid': f'g{k}'} for k in range(9)]\n"
+        "print(json.dumps([[d['pid'] for d in select_documents("
+        "{'qid': q, 'documents': gold}, 'gold-only', 3)] for q in ('a', 'qid-7', 12)]))"
+    )
+    repo = Path(__file__).resolve().parents[1]
+    draws = []
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=repo, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        draws.append(json.loads(done.stdout))
+    assert draws[0] == draws[1]
+    assert len({tuple(d) for d in draws[0]}) > 1  # the qids do draw differently
+    # And the value is the documented one: SHA-256 of "ambigdocs-docs:{seed}:{qid}".
+    digest = hashlib.sha256(b"ambigdocs-docs:0:5").digest()
+    expected = random.Random(int.from_bytes(digest[:8], "big")).random()
+    assert example_rng(0, 5).random() == expected
     assert example_rng(0, 5).random() != example_rng(1, 5).random()
-    assert example_rng(0, 5).random() != example_rng(0, "5x").random()
+
+
+def test_empty_document_lists_name_the_qid_and_field():
+    with pytest.raises(ValueError, match=r"qid=6.*'documents' is empty"):
+        select_documents({"qid": 6, "documents": []}, "gold-only", 0)
+    with pytest.raises(ValueError, match=r"qid=7.*'retrieved' is empty"):
+        select_documents({**_row(7), "retrieved": []}, "retrieved-only", 0)
+    with pytest.raises(ValueError, match=r"qid=8.*'retrieved' is empty"):
+        select_documents({**_row(8), "retrieved": []}, "gold-retrieved", 0)
+    with pytest.raises(ValueError, match=r"qid=9.*'documents' is empty"):
+        select_documents({**_row(9, n_retrieved=3), "documents": []}, "gold-retrieved", 0)
+    # retrieved-only does not need gold documents.
+    assert len(select_documents({**_row(10, n_retrieved=3), "documents": []}, "retrieved-only", 0))
 
 
 def test_gold_retrieved_fills_to_five_and_skips_shown_pids():

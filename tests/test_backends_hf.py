@@ -141,3 +141,33 @@ def test_empty_and_bad_input(tiny_llama_dir):
     with pytest.raises(ValueError, match="batch_size"):
         load_backend("hf", str(tiny_llama_dir), batch_size=0)
     assert isinstance(backend.generate(["hello"], max_new_tokens=2)[0], Generation)
+
+
+NO_SYSTEM_TEMPLATE = (
+    "{% for m in messages %}{% if m['role'] == 'system' %}"
+    "{{ raise_exception('System role not supported') }}{% endif %}"
+    "<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+
+
+def test_template_without_system_role_gets_the_instruction_in_the_user_turn():
+    from jinja2.exceptions import TemplateError
+    from tiny_models import make_tiny_tokenizer
+
+    from generation.backends.hf import encode_prompt, render_prompt
+
+    tok = make_tiny_tokenizer()
+    tok.chat_template = NO_SYSTEM_TEMPLATE
+    chat = render_answer_prompt("Who?", [{"title": "T", "text": "x"}], prompt_format="chat")
+    assert chat[0]["role"] == "system"  # the case the fallback is for
+    with pytest.raises(TemplateError, match="System role not supported"):
+        tok.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+    rendered = render_prompt(tok, chat)
+    user = next(m["content"] for m in chat if m["role"] == "user")
+    assert rendered == f"<|user|>\n{chat[0]['content']}\n{user}\n<|assistant|>\n"
+    assert encode_prompt(tok, chat) == tok(rendered, add_special_tokens=False)["input_ids"]
+    # Other template errors are not swallowed.
+    tok.chat_template = "{{ raise_exception('broken') }}"
+    with pytest.raises(TemplateError, match="broken"):
+        render_prompt(tok, [{"role": "user", "content": "hi"}])

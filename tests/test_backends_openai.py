@@ -48,6 +48,10 @@ class FakeServer:
                     status = todo.pop(0) if todo else 200
                 try:
                     time.sleep(server.delay)
+                    if status == "empty":  # a malformed 200 reply
+                        self._send(200, {"id": "c0", "object": "chat.completion", "created": 0,
+                                         "model": body["model"], "choices": []})  # fmt: skip
+                        return
                     if status != 200:
                         payload = {"error": {"message": f"scripted {status}", "type": "x"}}
                         self._send(status, payload, {"Retry-After": "0"} if status == 429 else {})
@@ -175,6 +179,37 @@ def test_gives_up_after_max_retries_and_never_retries_4xx(server_factory, monkey
     assert KEY not in out + errs
 
 
+def test_malformed_reply_names_the_prompt(server_factory, monkeypatch):
+    server = server_factory(script={"broken": ["empty"]})
+    backend = _backend(server, monkeypatch)
+    with pytest.raises(RuntimeError, match="prompt 1: the server's response has no choices"):
+        backend.generate(["ok", "broken"], max_new_tokens=3)
+
+
+def test_a_failure_drops_the_queued_requests(server_factory, monkeypatch):
+    server = server_factory(delay=0.05, script={"bad": [400]})
+    backend = _backend(server, monkeypatch, max_concurrency=1)
+    prompts = ["bad"] + [f"p{i}" for i in range(8)]
+    with pytest.raises(RuntimeError, match="prompt 0: HTTP 400"):
+        backend.generate(prompts, max_new_tokens=3)
+    # At most the request a free worker picked up before the failure was seen; not all nine.
+    assert len(server.requests) <= 2
+
+
+def test_a_failure_ends_the_retry_waits_of_requests_in_flight(server_factory, monkeypatch):
+    server = server_factory(delay=0.05, script={"flaky": [502] * 10, "bad": [400]})
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    backend = load_backend(
+        "openai", "m", base_url=server.url, max_concurrency=2, max_retries=3, backoff_base=2.0
+    )
+    started = time.perf_counter()
+    with pytest.raises(RuntimeError, match="prompt 1: HTTP 400"):
+        backend.generate(["flaky", "bad"], max_new_tokens=3)
+    # Without the stop, "flaky" would sit through waits of >= 1 + 2 + 4 s before giving up.
+    assert time.perf_counter() - started < 3.0
+    assert sum(r["messages"][-1]["content"] == "flaky" for r in server.requests) == 1
+
+
 def test_backoff_grows_and_honours_retry_after(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     backend = load_backend("openai", "m", backoff_base=1.0, backoff_max=10.0)
@@ -211,3 +246,16 @@ def test_runner_with_the_openai_backend(server_factory, monkeypatch, tmp_path, c
     for row in rows:
         assert row["gen_answer"].startswith("echo: Question: " + row["question"])
     assert KEY not in capfd.readouterr().err
+
+
+def test_runner_batch_size_does_not_cap_concurrency(server_factory, monkeypatch, tmp_path):
+    from generation.answer import main as answer_main
+
+    server = server_factory(delay=0.1)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    args = ["--model", "gpt-test", "--backend", "openai", "--base-url", server.url,
+            "--config", "sample", "--split", "test", "--max-new-tokens", "5",
+            "--batch-size", "1", "--max-concurrency", "5",
+            "--output", str(tmp_path / "o.jsonl")]  # fmt: skip
+    assert answer_main(args) == 0
+    assert server.max_in_flight >= 2  # all 5 prompts form one chunk, sent concurrently

@@ -83,8 +83,13 @@ def render_prompt(tokenizer, prompt: Prompt, model_name: str = "the model") -> s
     """The text a model reads: a string as is; chat messages through the chat template, with
     the generation prompt (the assistant turn's opening).
 
+    When the template rejects a system turn (jinja2 `TemplateError`, e.g. "System role not
+    supported"), the prompt is rendered again with the system text put before the first user
+    message's content, as one user turn.
+
     Raises:
         ValueError: chat messages but the tokenizer has no chat template.
+        jinja2.exceptions.TemplateError: the template fails for another reason.
     """
     if isinstance(prompt, str):
         return prompt
@@ -93,7 +98,36 @@ def render_prompt(tokenizer, prompt: Prompt, model_name: str = "the model") -> s
             f"{model_name}: the tokenizer has no chat template; use plain prompts "
             "(--prompt-format plain)"
         )
-    return tokenizer.apply_chat_template(list(prompt), tokenize=False, add_generation_prompt=True)
+    from jinja2.exceptions import TemplateError
+
+    messages = [dict(m) for m in prompt]
+    try:
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    except TemplateError:
+        # Some templates (Gemma, older Mistral-Instruct) reject a system turn; pipeline.md
+        # section 6 allows the instruction in "the system or first user turn", so move it there.
+        merged = merge_system_into_first_user(messages)
+        if merged == messages:
+            raise
+        return tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
+
+
+def merge_system_into_first_user(messages: list[dict]) -> list[dict]:
+    """The messages without system turns: their text goes before the first user message's
+    content (`system + "\\n" + user`), as one user turn. Unchanged when there is no system turn.
+
+    Raises:
+        ValueError: system turns but no user turn to carry them.
+    """
+    system = [m["content"] for m in messages if m.get("role") == "system"]
+    if not system:
+        return messages
+    rest = [dict(m) for m in messages if m.get("role") != "system"]
+    for m in rest:
+        if m.get("role") == "user":
+            m["content"] = "\n".join([*system, m["content"]])
+            return rest
+    raise ValueError("chat prompt has a system turn but no user turn to move it into")
 
 
 def encode_prompt(tokenizer, prompt: Prompt, model_name: str = "the model") -> list[int]:

@@ -14,11 +14,12 @@ import random
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
 from generation.backends.base import Generation
 from generation.prompts import Prompt
 
+DEFAULT_MAX_CONCURRENCY = 8
 RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 
 
@@ -55,7 +56,7 @@ class OpenAIBackend:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        max_concurrency: int = 8,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         max_retries: int = 6,
         backoff_base: float = 1.0,
         backoff_max: float = 60.0,
@@ -106,8 +107,9 @@ class OpenAIBackend:
         """One chat completion per prompt, `max_concurrency` at a time, in input order.
 
         Raises:
-            RuntimeError: a request failed for good (after retries when they apply); the
-                message names the prompt index and the HTTP status.
+            RuntimeError: a request failed for good (after retries when they apply) or got a
+                malformed reply (no choices); the message names the prompt index and the HTTP
+                status. The requests still queued are then dropped.
         """
         if not prompts:
             return []
@@ -118,16 +120,27 @@ class OpenAIBackend:
 
             bar = tqdm(total=len(prompts), desc="requests", unit="req")
 
+        stop = threading.Event()
+
         def work(i: int) -> None:
-            results[i] = self._one(i, prompts[i], max_new_tokens, return_scores)
+            results[i] = self._one(i, prompts[i], max_new_tokens, return_scores, stop)
             if bar is not None:
                 bar.update(1)
 
-        with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
-            # list(): re-raises the first failure here, in the caller's thread.
-            list(pool.map(work, range(len(prompts))))
-        if bar is not None:
-            bar.close()
+        pool = ThreadPoolExecutor(max_workers=self.max_concurrency)
+        try:
+            futures = [pool.submit(work, i) for i in range(len(prompts))]
+            wait(futures, return_when=FIRST_EXCEPTION)
+            for future in futures:  # the first failure (in input order), in the caller's thread
+                if future.done() and future.exception() is not None:
+                    raise future.exception()
+        finally:
+            # After a failure: drop the queued requests and end the retry waits of those in
+            # flight, rather than sit through every other retry sequence first.
+            stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            if bar is not None:
+                bar.close()
         return results  # type: ignore[return-value]
 
     def _messages(self, prompt: Prompt) -> list[dict]:
@@ -135,7 +148,14 @@ class OpenAIBackend:
             return [{"role": "user", "content": prompt}]
         return [dict(m) for m in prompt]
 
-    def _one(self, index: int, prompt: Prompt, max_new_tokens: int, return_scores: bool):
+    def _one(
+        self,
+        index: int,
+        prompt: Prompt,
+        max_new_tokens: int,
+        return_scores: bool,
+        stop: threading.Event | None = None,
+    ):
         openai = self._openai
         request = {
             "model": self.model_name,
@@ -150,7 +170,7 @@ class OpenAIBackend:
         for attempt in range(self.max_retries + 1):
             try:
                 response = self.client.chat.completions.create(**request)
-                return self._to_generation(response, return_scores)
+                return self._to_generation(response, return_scores, index)
             except openai.APIStatusError as err:
                 status, retry_after = err.status_code, _retry_after(err)
                 reason = f"HTTP {status}: {_server_message(err)}"
@@ -162,7 +182,11 @@ class OpenAIBackend:
                 raise RuntimeError(
                     f"prompt {index}: gave up after {self.max_retries + 1} tries ({reason})"
                 )
-            time.sleep(self._backoff(attempt, retry_after))
+            delay = self._backoff(attempt, retry_after)
+            if stop is None:
+                time.sleep(delay)
+            elif stop.wait(delay):  # another request failed for good: give up quietly
+                raise RuntimeError(f"prompt {index}: cancelled after another request failed")
         raise AssertionError("unreachable")
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
@@ -173,8 +197,18 @@ class OpenAIBackend:
         return min(self.backoff_base * (2**attempt), self.backoff_max) * jitter
 
     @staticmethod
-    def _to_generation(response, return_scores: bool) -> Generation:
-        choice = response.choices[0]
+    def _to_generation(response, return_scores: bool, index: int = 0) -> Generation:
+        """A `Generation` from a chat completion.
+
+        Raises:
+            RuntimeError: the response has no choices (a malformed reply); names the prompt.
+        """
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise RuntimeError(f"prompt {index}: the server's response has no choices")
+        choice = choices[0]
+        if getattr(choice, "message", None) is None:
+            raise RuntimeError(f"prompt {index}: the server's response has no message")
         text = choice.message.content or ""
         usage = getattr(response, "usage", None)
         n = getattr(usage, "completion_tokens", None) if usage is not None else None
