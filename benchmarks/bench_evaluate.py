@@ -134,12 +134,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=7220)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--save", type=Path, help="also keep the generated results file here")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         results = tmp / "results.json"
         results.write_text(json.dumps(make_results(args.n)))
+        if args.save:
+            args.save.write_bytes(results.read_bytes())
         naive_script = tmp / "naive.py"
         naive_script.write_text(NAIVE_SCRIPT.format(tests=str(REPO / "tests")))
         naive_out = tmp / "naive.json"

@@ -114,6 +114,8 @@ def test_float32_arithmetic_as_run_qa():
         ("Who made Cherry Bomb?", "lake whitney", "Lake Whitney (Texas)", "Who made Cherry Bomb?"),
         ("What is C++ (lang)?", "c++ (lang)", "C++", "What is C++?"),
         ("Where is X?", "x", r"A\1 (b)", r"Where is A\1 (b)?"),
+        # an empty surface name is "found" at 0, as str.find finds it: the title goes in front
+        ("Who?", "", "T", "TWho?"),
     ],
 )
 def test_disambiguated_question(question, sn, title, expected):

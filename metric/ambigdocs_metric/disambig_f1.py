@@ -13,7 +13,6 @@ torch and transformers are imported here only, and only when a QA model is used.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,11 +38,14 @@ NULL_SCORE_DIFF_THRESHOLD = 0.0
 def disambiguate_question(question: str, sn: str, title: str) -> str:
     """q_i: the first case-insensitive occurrence of sn in q replaced by the title, as written.
 
-    q is returned unchanged when sn does not occur (or is empty).
+    As the authors' code does it: the position is found in the lower-cased question and the
+    original question is cut there (`q.lower().find(sn)`), so an empty sn puts the title in
+    front, and q is unchanged when sn does not occur.
     """
-    if not sn:
+    idx = question.lower().find(sn)
+    if idx == -1:
         return question
-    return re.sub(re.escape(sn), lambda _: title, question, count=1, flags=re.IGNORECASE)
+    return question[:idx] + title + question[idx + len(sn) :]
 
 
 # --- run_qa post-processing ------------------------------------------------------------------------
