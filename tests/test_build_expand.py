@@ -39,9 +39,14 @@ def test_other_entities_keeps_page_order_once():
     assert expand.other_entities(["A", "B", "C", "A", "D", "C"], ["B", "D"]) == ["A", "C"]
 
 
+# The seed stage's passage rule, which the mechanics tests use to keep their worlds small.
+SEED_RULE = {"max_passages": 20, "drop_last_passage": True}
+
+
 def make_world(tmp_path, n_pages=1):
-    """Pages with 5 entities each: two seed entities and three others (E3 has too many passages,
-    E4 has a single passage, which is dropped as the last one, E5 has three usable ones)."""
+    """Pages with 5 entities each: two seed entities and three others (E3 has 21 passages, E4 a
+    single one, E5 four; with the seed stage's rule, `max_passages=20, drop_last_passage=True`,
+    only E5's first three are used)."""
     rows, mapping, tsv = [], {}, []
     pid = 0
 
@@ -100,7 +105,7 @@ def test_rule_threshold_entailment_lowest_score(tmp_path):
     out_path = tmp_path / "expanded.jsonl"
     stats = expand.run(
         src, out_path, backend, passages=tmp_path / "psgs.tsv", disambiguation=tmp_path / "map.json",
-        checker=checker, show_progress=False,
+        checker=checker, show_progress=False, max_passages=20, drop_last_passage=True,
     )  # fmt: skip
     out = read_records(out_path)
     assert len(out) == 1  # the not-ok line is left out
@@ -130,11 +135,28 @@ def test_rule_threshold_entailment_lowest_score(tmp_path):
     assert not partial_path(out_path).exists()
 
 
+def test_default_tries_every_passage_of_every_other_entity(tmp_path):
+    # The authors' expansion: no 20-passage limit and no dropped last passage.
+    src, _ = make_world(tmp_path)
+    backend = ScriptedBackend(reply=lambda p: "State0", score=lambda p: 0.1)
+    out_path = tmp_path / "expanded.jsonl"
+    expand.run(
+        src, out_path, backend, passages=tmp_path / "psgs.tsv", disambiguation=tmp_path / "map.json",
+        checker=None, show_progress=False,
+    )  # fmt: skip
+    tried = [passage_index(p) for call in backend.calls for p in call["prompts"]]
+    titles = [p.split("Passage: ")[-1].split(" | ")[0] for c in backend.calls for p in c["prompts"]]
+    assert sorted(set(titles)) == [f"{SN} E3", f"{SN} E4", f"{SN} E5"]
+    assert len(tried) == 21 + 1 + 4
+    row = read_records(out_path)[0]
+    assert [d["title"] for d in row["documents"][2:]] == [f"{SN} E3", f"{SN} E4", f"{SN} E5"]
+
+
 def test_threshold_is_strict_and_configurable(tmp_path):
     src, _ = make_world(tmp_path)
     backend = ScriptedBackend(reply=lambda p: "Ohio", score=lambda p: 0.2)
     kwargs = dict(passages=tmp_path / "psgs.tsv", disambiguation=tmp_path / "map.json",
-                  checker=None, show_progress=False)  # fmt: skip
+                  checker=None, show_progress=False, **SEED_RULE)  # fmt: skip
     expand.run(src, tmp_path / "a.jsonl", backend, **kwargs)
     row = read_records(tmp_path / "a.jsonl")[0]
     assert len(row["documents"]) == 2 and row["expansion"]["above_threshold"] == 3
@@ -150,7 +172,7 @@ def test_unformatted_answers_are_dropped_before_scoring(tmp_path):
     checker = ScriptedChecker(lambda it: True)
     expand.run(
         src, tmp_path / "o.jsonl", backend, passages=tmp_path / "psgs.tsv",
-        disambiguation=tmp_path / "map.json", checker=checker, show_progress=False,
+        disambiguation=tmp_path / "map.json", checker=checker, show_progress=False, **SEED_RULE,
     )  # fmt: skip
     row = read_records(tmp_path / "o.jsonl")[0]
     assert row["expansion"]["unformatted"] == 3 and len(row["documents"]) == 2
@@ -161,7 +183,7 @@ def test_resume_after_crash(tmp_path):
     src, rows = make_world(tmp_path, n_pages=3)
     out_path = tmp_path / "o.jsonl"
     kwargs = dict(passages=tmp_path / "psgs.tsv", disambiguation=tmp_path / "map.json",
-                  checker=None, chunk_size=1, show_progress=False)  # fmt: skip
+                  checker=None, chunk_size=1, show_progress=False, **SEED_RULE)  # fmt: skip
 
     class Boom(Exception):
         pass
@@ -219,6 +241,7 @@ def test_cli_with_real_hf_backend(tmp_path, tiny_llama_dir):
             "--backend", "hf", "--model", str(tiny_llama_dir), "--max-new-tokens", "6",
             "--threshold", "1e9", "--no-entailment", "--batch-size", "2",
             "--backend-option", "dtype=float32", "--no-progress",
+            "--max-passages", "20", "--drop-last-passage",
         ]
     )  # fmt: skip
     assert rc == 0

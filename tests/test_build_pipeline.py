@@ -72,6 +72,7 @@ def chain(tmp_path, tiny_llama_dir, monkeypatch, repo_root):
                 "threshold": 1.0e9, "max_new_tokens": 4, "converter_model": str(t5),
                 "nli_model": str(t5), "nli_device": "cpu", "converter_max_new_tokens": 4,
                 "backend_option": {"dtype": "float32", "device": "cpu"}, "no_progress": True,
+                "max_passages": 20, "drop_last_passage": True,
             },
             "split": {"output_dir": "release", "no_progress": True},
         },

@@ -29,7 +29,7 @@ DEFAULT_NLI = "google/t5_xxl_true_nli_mixture"
 # The authors skip (count as not entailed) NLI inputs longer than this many tokens.
 MAX_NLI_TOKENS = 328
 # The converter writes one sentence; 64 new tokens leave room for long answers.
-CONVERTER_MAX_NEW_TOKENS = 64
+CONVERTER_MAX_NEW_TOKENS = 128  # the authors' max_target_length
 
 
 def disambiguate_question(question: str, surface_name: str, entity_title: str) -> str:

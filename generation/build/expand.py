@@ -8,9 +8,11 @@ Inputs:
     --input: the `filter` stage's output; only lines with `status: ok` are expanded (the others
         are counted in the statistics and left out).
     --passages, --disambiguation: the same passage TSV and map as the `seed` stage. The page's
-        entities come from the map (`surface_name` is the page title as in the map) and their
-        passages are chosen exactly as for the seed pair (`generation.build.seed`: at most
-        `--max-passages` passages, then without the last one), streamed from the TSV with
+        entities come from the map (`surface_name` is the page title as in the map). Every
+        passage of an entity is tried, as the authors' expansion script does (unlike the seed
+        stage, it neither skips entities with over 20 passages nor drops the last one); the
+        named options `--max-passages N` and `--drop-last-passage` apply the seed stage's rule
+        instead. Passages are streamed from the TSV with
         `generation.build.passages.collect_passages`, holding only the titles needed.
 
 Output (JSONL, or Parquet by extension), one line per expanded question, in input order:
@@ -41,6 +43,7 @@ Questions are processed in chunks of `--chunk-size`; every finished chunk is sav
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -241,7 +244,8 @@ def run(
     max_new_tokens: int = MAX_NEW_TOKENS,
     prompt_format: str = "plain",
     exemplars: Sequence[Mapping] | None = None,
-    max_passages: int = 20,
+    max_passages: int | None = None,
+    drop_last_passage: bool = False,
     chunk_size: int = 16,
     restart: bool = False,
     settings: Mapping | None = None,
@@ -260,7 +264,10 @@ def run(
         max_new_tokens: generation budget (authors: 50).
         prompt_format: `plain` (default) or `chat`.
         exemplars: replace the Figure 10 exemplar.
-        max_passages: entities with more passages have none (as in the seed stage; 20).
+        max_passages: entities with more passages have none (None, the authors: no limit; the
+            seed stage uses 20).
+        drop_last_passage: leave out each entity's last passage, as the seed stage does (the
+            authors' expansion does not).
         chunk_size: questions per step; each finished step is saved.
         restart: ignore an interrupted run's saved steps.
         settings: what else decides the outputs (model ids, ...), checked on resume.
@@ -282,6 +289,7 @@ def run(
         "prompt_format": prompt_format,
         "exemplars": exemplars,
         "max_passages": max_passages,
+        "drop_last_passage": drop_last_passage,
         "entailment": checker is not None,
         **dict(settings or {}),
     }
@@ -298,8 +306,9 @@ def run(
         for row in todo:
             seeds = [d["title"] for d in row["documents"]]
             needed.update(other_entities(mapping[row["surface_name"]], seeds))
-        collected, _ = collect_passages(passages, needed, max_passages, show_progress)
-        entity_passages = seed_stage.entity_passages(collected)
+        limit = math.inf if max_passages is None else max_passages
+        collected, _ = collect_passages(passages, needed, limit, show_progress)
+        entity_passages = seed_stage.entity_passages(collected) if drop_last_passage else collected
         batches = chunks(todo, chunk_size)
         if show_progress:
             from tqdm.auto import tqdm
@@ -362,7 +371,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt-format", choices=["plain", "chat"], default="plain")
     p.add_argument("--threshold", type=float, default=THRESHOLD, help="keep mean NLL below this")
     p.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS)
-    p.add_argument("--max-passages", type=int, default=20, help="as in the seed stage")
+    p.add_argument(
+        "--max-passages",
+        type=int,
+        help="skip entities with more passages (default: no limit, as the authors; seed uses 20)",
+    )
+    p.add_argument(
+        "--drop-last-passage",
+        action="store_true",
+        help="leave out each entity's last passage, as the seed stage does (not the authors)",
+    )
     p.add_argument("--batch-size", type=int, help="back-end batch size (hf, vllm)")
     p.add_argument(
         "--backend-option", action="append", default=[], metavar="KEY=VALUE",
@@ -414,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
             prompt_format=args.prompt_format,
             exemplars=exemplars,
             max_passages=args.max_passages,
+            drop_last_passage=args.drop_last_passage,
             chunk_size=args.chunk_size,
             restart=args.restart,
             settings={
