@@ -45,7 +45,7 @@ def line(question="Where was Judge Day born?", answers=("Alabama", "Ohio"), sn=S
     [
         (None, None, "unparsed"),
         ("Q?", ["only one"], "unparsed"),
-        ("Q?", ["a", ""], "unparsed"),
+        ("Q?", ["a", ""], None),  # parsed; the not-ambiguous filter judges an empty answer
         ("Q?", ["a. b. c. d.", "x"], "answer_too_long"),  # 5 pieces on "."
         ("Q?", ["a. b. c.", "x"], None),  # 4 pieces: kept
         ("Q?", ["1.5 m", "x"], None),
@@ -120,11 +120,23 @@ def test_word_iou_by_hand():
     )
 
 
-def test_question_prompt_words_are_matched_as_written():
-    # Case-sensitive substring tests, like the authors' `in` checks.
-    assert filters.ambiguity_problem("Passage of Judge Day?", ["A", "B"], SN, (T1, T2)) is None
-    assert filters.ambiguity_problem("Judge Day's passages?", ["A", "B"], SN, (T1, T2)) == (
+def test_ambiguity_tests_compare_lower_cased_text():
+    # The authors lower-case the question, the names and the answers before every test.
+    assert filters.ambiguity_problem("Passage of Judge Day?", ["A", "B"], SN, (T1, T2)) == (
         "question_prompt_word"
+    )
+    assert filters.ambiguity_problem("Where was JUDGE DAY born?", ["A", "B"], SN, (T1, T2)) is None
+    assert (
+        filters.ambiguity_problem("Was judge day CHARLES BERNARD DAY?", ["A", "B"], SN, (T1, T2))
+        == "names_an_entity"
+    )
+    assert filters.ambiguity_problem("Q judge day?", ["The Mention", "B"], SN, (T1, T2)) == (
+        "answer_prompt_word"
+    )
+    # the answers' word sets are split on single spaces, lower-cased: {a, b} vs {a, b, c}
+    assert filters.word_iou("A B", "a b c") == 2 / 3
+    assert filters.ambiguity_problem("Q judge day?", ["", "B"], SN, (T1, T2)) == (
+        "answer_contains_other"
     )
 
 

@@ -39,20 +39,20 @@ GOOD = "Where is Name?\nAnswer to Passage 1: in the hills\nAnswer to Passage 2: 
     "text, expected",
     [
         (GOOD, ("Where is Name?", ["in the hills", "by the sea"])),
-        # Figure 9's exemplar says "Article"; chat models may repeat "Question:".
-        (
-            "Question: Q?\nAnswer to Article 1: a\nAnswer to Article 2: b",
-            ("Q?", ["a", "b"]),
-        ),
-        # Blank lines and a made-up next exemplar after the answers are ignored.
+        # A made-up next exemplar after the answers is cut at the second answer's newline.
         (
             "\nQ?\n\nAnswer to Passage 1: a\nAnswer to Passage 2: b\n\nEntity: X\nPassage 1: ...",
             ("Q?", ["a", "b"]),
         ),
+        # A one-line second answer is cut at its first ". ", and at "</s>".
+        ("Q?\nAnswer to Passage 1: a. x\nAnswer to Passage 2: b. More", ("Q?", ["a. x", "b"])),
+        ("Q?\nAnswer to Passage 1: a\nAnswer to Passage 2: b</s>c", ("Q?", ["a", "b"])),
+        # Empty parts parse (the not-ambiguous filter judges them).
+        ("Q?\nAnswer to Passage 1: \nAnswer to Passage 2: b", ("Q?", ["", "b"])),
+        ("Answer to Passage 1: a\nAnswer to Passage 2: b\nmore", ("", ["a", "b"])),
         ("Q?\nAnswer to Passage 1: a", None),  # one answer
         ("Q?\nAnswer to Passage 2: b\nAnswer to Passage 1: a", None),  # wrong order
-        ("Q?\nAnswer to Passage 1: \nAnswer to Passage 2: b", None),  # empty answer
-        ("Answer to Passage 1: a\nAnswer to Passage 2: b\nmore", None),  # no question
+        ("Question: Q?\nAnswer to Article 1: a\nAnswer to Article 2: b", None),  # other label
         ("Q?\nThe answers are a and b.\nAnswer to Passage 2: b", None),
         ("", None),
     ],

@@ -35,10 +35,15 @@ CONVERTER_MAX_NEW_TOKENS = 128  # the authors' max_target_length
 def disambiguate_question(question: str, surface_name: str, entity_title: str) -> str:
     """`q_DE`: the question with the surface name replaced by the entity title.
 
-    The surface name loses a trailing `(disambiguation)` first (paper C.1); the replacement is
-    exact (case-sensitive) and replaces every occurrence, like `str.replace`.
+    As the authors' scripts do it: the surface name loses a trailing `(disambiguation)` (paper
+    C.1), its first case-insensitive occurrence is found in the lower-cased question, and the
+    original question is cut there; the question is unchanged when the name does not occur.
     """
-    return question.replace(strip_disambiguation(surface_name), entity_title)
+    sn = strip_disambiguation(surface_name)
+    idx = question.lower().find(sn.lower())
+    if idx == -1:
+        return question
+    return question[:idx] + entity_title + question[idx + len(sn) :]
 
 
 def converter_input(question_de: str, answer: str) -> str:

@@ -13,19 +13,18 @@ Input: the `questions` stage's output (`surface_name`, `documents` [two, with `t
 Statistics (`<output>.stats.json`): counts and fractions per status (Table 5) and per reason.
 
 The filters, in order (the surface name `sn` without a trailing `(disambiguation)`; `t1`, `t2`
-the two passage titles; string tests are case-sensitive substring tests unless said otherwise):
+the two passage titles):
 
-1. not_formatted: `question` or `answers` missing (the output did not parse, see
+1. not_formatted: the output did not parse (`question`/`answers` missing, see
    `generation.build.questions.parse_question_output`), or an answer split on `.` gives more
    than four pieces.
-2. not_ambiguous, the first rule that applies:
+2. not_ambiguous (the authors' filter script; every test compares lower-cased text):
    - `sn` not in the question while both `t1` and `t2` are;
-   - `sn` in the question and also `t1` or `t2` (a title equal to `sn` is not counted: a
-     question that names `sn` names it necessarily);
+   - `sn` in the question and also `t1` or `t2`, unless `t1` or `t2` equals `sn`;
    - the question contains `mention`, `entity`, `context` or `passage`;
    - an answer contains `passage` or `mention`;
-   - one answer contains the other (case-insensitive);
-   - the word-set IoU of the answers (split on whitespace) is > 0.75.
+   - one answer contains the other;
+   - the IoU of the answers' word sets (split on single spaces) is > 0.75.
 3. not_entailed: for each answer, the converter + TRUE NLI check of
    `generation.build.entailment` with `q_DE` (question with `sn` replaced by the passage title)
    against that answer's passage; both answers must pass. Model ids, batch size and the
@@ -70,10 +69,10 @@ def too_many_sentences(answer: str, max_pieces: int = MAX_ANSWER_PIECES) -> bool
 
 
 def word_iou(a: str, b: str) -> float:
-    """Intersection over union of the whitespace-separated word sets of `a` and `b`."""
-    sa, sb = set(a.split()), set(b.split())
-    union = sa | sb
-    return len(sa & sb) / len(union) if union else 0.0
+    """Intersection over union of the lower-cased answers' word sets, split on single spaces as
+    the authors did (`"".split(" ")` is `[""]`, so the union is never empty)."""
+    sa, sb = set(a.lower().split(" ")), set(b.lower().split(" "))
+    return len(sa & sb) / len(sa | sb)
 
 
 def format_problem(question, answers) -> str | None:
@@ -82,11 +81,9 @@ def format_problem(question, answers) -> str | None:
     Returns:
         `unparsed` (no question or not two answers) or `answer_too_long`, or None.
     """
-    if not isinstance(question, str) or not question.strip():
+    if not isinstance(question, str) or not isinstance(answers, list) or len(answers) != 2:
         return "unparsed"
-    if not isinstance(answers, list) or len(answers) != 2:
-        return "unparsed"
-    if not all(isinstance(a, str) and a.strip() for a in answers):
+    if not all(isinstance(a, str) for a in answers):
         return "unparsed"
     if any(too_many_sentences(a) for a in answers):
         return "answer_too_long"
@@ -108,17 +105,19 @@ def ambiguity_problem(
         One of `names_both_entities`, `names_an_entity`, `question_prompt_word`,
         `answer_prompt_word`, `answer_contains_other`, `answers_too_similar`; or None.
     """
-    sn = strip_disambiguation(surface_name)
-    has_sn = sn in question
-    if not has_sn and all(t in question for t in titles):
+    q = question.lower()
+    sn = strip_disambiguation(surface_name).lower()
+    lowered = [t.lower() for t in titles]
+    if sn in q:
+        if sn not in lowered and any(t in q for t in lowered):
+            return "names_an_entity"
+    elif all(t in q for t in lowered):
         return "names_both_entities"
-    if has_sn and any(t in question for t in titles if t != sn):
-        return "names_an_entity"
-    if any(w in question for w in QUESTION_PROMPT_WORDS):
+    if any(w in q for w in QUESTION_PROMPT_WORDS):
         return "question_prompt_word"
-    if any(w in a for a in answers for w in ANSWER_PROMPT_WORDS):
-        return "answer_prompt_word"
     a1, a2 = (a.lower() for a in answers)
+    if any(w in a for a in (a1, a2) for w in ANSWER_PROMPT_WORDS):
+        return "answer_prompt_word"
     if a1 in a2 or a2 in a1:
         return "answer_contains_other"
     if word_iou(answers[0], answers[1]) > MAX_ANSWER_IOU:

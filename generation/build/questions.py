@@ -21,11 +21,11 @@ given (the distilled model) and `chat` otherwise. The model calls go through the
 (`generation.backends.load_backend`) in chunks of `--chunk-size` seed pairs; every finished chunk
 is saved (`<output>.partial.jsonl`), so a rerun after a crash continues where it stopped.
 
-Parsing (`parse_question_output`): the first non-blank line is the question (a leading
-`Question:` is dropped, for chat models that repeat it); the next two non-blank lines must be
-`Answer to Passage 1: ...` and `Answer to Passage 2: ...` (`Article` is accepted too: Figure 9's
-exemplar says Article). Whatever follows is ignored: a model without a stop word goes on to
-invent the next exemplar.
+Parsing (`parse_question_output`) is the authors' filter script's: the question is everything
+before `Answer to Passage 1: `, the first answer what follows up to `Answer to Passage 2: `, the
+second what follows that up to `</s>`, cut at its first newline, or, when it is one line, at its
+first `. ` (a model without a stop word goes on to invent the next exemplar). An output without
+both markers is not formatted.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
 import sys
 from collections.abc import Mapping, Sequence
 
@@ -49,34 +48,30 @@ from generation.io_utils import read_records
 from generation.prompts import render_question_prompt
 
 PROMPT_FORMATS = ("chat", "instruction", "plain")
-_ANSWER_LINE = re.compile(r"^\W*answer to (?:passage|article)\s*([12])\W*:\s*(.*)$", re.IGNORECASE)
-_QUESTION_PREFIX = re.compile(r"^\W*question\s*:\s*", re.IGNORECASE)
+_ANSWER_1 = "Answer to Passage 1: "
+_ANSWER_2 = "Answer to Passage 2: "
 
 
 def parse_question_output(text: str) -> tuple[str, list[str]] | None:
-    """The question and the two answers in a model output, or None when it is not formatted.
+    """The question and the two answers in a model output, as the authors' filter parses them.
 
     Args:
         text: what the model wrote after the prompt's `Question: `.
 
     Returns:
-        (question, [a1, a2]) with surrounding spaces removed, or None when the first non-blank
-        line is empty or an answer line, or the next two non-blank lines are not the answers to
-        passages 1 and 2 in that order, or an answer is empty.
+        (question, [a1, a2]) stripped (either may be empty: the later filters judge that), or
+        None when the output lacks `Answer to Passage 1: ` or, after it, `Answer to Passage 2: `.
     """
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    if len(lines) < 3:
+    parts = text.split(_ANSWER_1)
+    if len(parts) < 2:
         return None
-    question = _QUESTION_PREFIX.sub("", lines[0]).strip()
-    if not question or _ANSWER_LINE.match(lines[0]):
+    after = parts[1].split(_ANSWER_2)
+    if len(after) < 2:
         return None
-    answers = []
-    for expected, line in zip("12", lines[1:3], strict=True):
-        match = _ANSWER_LINE.match(line)
-        if not match or match.group(1) != expected or not match.group(2).strip():
-            return None
-        answers.append(match.group(2).strip())
-    return question, answers
+    answer_2 = after[1].split("</s>")[0].strip()
+    lines = answer_2.split("\n")
+    answer_2 = lines[0].strip() if len(lines) > 1 else answer_2.split(". ")[0].strip()
+    return parts[0].strip(), [after[0].strip(), answer_2]
 
 
 def validate_seed_rows(rows: Sequence[Mapping], source: str = "input") -> None:
