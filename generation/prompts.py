@@ -12,7 +12,8 @@ Text notes:
 - The paper's exemplars lost some non-ASCII letters in extraction ("Jiř15900ed"); they are
   restored here (Jiří Pospíšil, Gandalovič, Novotný, Stick–style, America’s).
 - Figure 9's exemplar says "Answer to Article 1" while the distillation target of pipeline.md
-  says "Answer to Passage 1"; this project writes "Passage" everywhere and parses both.
+  and the authors' scripts say "Answer to Passage 1"; this project writes and parses "Passage",
+  as the authors' filter does.
 """
 
 from __future__ import annotations
