@@ -49,10 +49,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from generation.backends.base import (
-    BACKENDS,
     Backend,
-    LazyBackend,
-    parse_backend_options,
 )
 from generation.build import seed as seed_stage
 from generation.build.entailment import (
@@ -67,6 +64,7 @@ from generation.build.filters import (
     entailment_settings,
     too_many_sentences,
 )
+from generation.build.model_options import add_model_options, backend_from_args, model_settings
 from generation.build.passages import collect_passages
 from generation.build.progress import chunks, finish_progress, open_progress
 from generation.build.stage_io import read_stage, write_stage
@@ -364,9 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True, help="output file (.jsonl or .parquet)")
     p.add_argument("--passages", required=True, help="DPR passage TSV (id, text, title)")
     p.add_argument("--disambiguation", required=True, help="map JSON {page: [entity titles]}")
-    p.add_argument("--backend", choices=sorted(BACKENDS), required=True, help="model back-end")
-    p.add_argument("--model", required=True, help="QA model (the authors: Llama-2-13b)")
-    p.add_argument("--adapter", help="PEFT adapter (hf, vllm)")
+    add_model_options(
+        p, model_help="QA model (the authors: Llama-2-13b)", adapter_help="PEFT adapter (hf, vllm)"
+    )
     p.add_argument("--exemplars", help="JSON/JSONL exemplars (title, text, question, answer)")
     p.add_argument("--prompt-format", choices=["plain", "chat"], default="plain")
     p.add_argument("--threshold", type=float, default=THRESHOLD, help="keep mean NLL below this")
@@ -381,11 +379,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="leave out each entity's last passage, as the seed stage does (not the authors)",
     )
-    p.add_argument("--batch-size", type=int, help="back-end batch size (hf, vllm)")
-    p.add_argument(
-        "--backend-option", action="append", default=[], metavar="KEY=VALUE",
-        help="extra back-end option, e.g. dtype=bfloat16; repeatable",
-    )  # fmt: skip
     p.add_argument("--chunk-size", type=int, default=16, help="questions saved per step")
     add_entailment_options(p)
     p.add_argument("--restart", action="store_true", help="discard an interrupted run's work")
@@ -410,15 +403,9 @@ def load_expansion_exemplars(path: str) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    options = parse_backend_options(args.backend_option)
-    if args.batch_size is not None:
-        options["batch_size"] = args.batch_size
-    if args.adapter:
-        options["adapter"] = args.adapter
     exemplars = load_expansion_exemplars(args.exemplars) if args.exemplars else None
     checker = None if args.no_entailment else checker_from_args(args)
-    # Loaded on first use: the input is checked first, and a finished resume loads nothing.
-    backend = LazyBackend(args.backend, args.model, **options)
+    backend = backend_from_args(args)
     try:
         run(
             args.input,
@@ -436,9 +423,7 @@ def main(argv: list[str] | None = None) -> int:
             chunk_size=args.chunk_size,
             restart=args.restart,
             settings={
-                "backend": args.backend,
-                "model": args.model,
-                "adapter": args.adapter,
+                **model_settings(args),
                 **({} if args.no_entailment else entailment_settings(args)),
             },
             show_progress=not args.no_progress,

@@ -37,11 +37,9 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from generation.backends.base import (
-    BACKENDS,
     Backend,
-    LazyBackend,
-    parse_backend_options,
 )
+from generation.build.model_options import add_model_options, backend_from_args, model_settings
 from generation.build.progress import chunks, finish_progress, open_progress
 from generation.build.stage_io import read_stage, write_stage
 from generation.io_utils import read_records
@@ -217,9 +215,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--input", required=True, help="seed stage output (JSONL or Parquet)")
     p.add_argument("--output", required=True, help="output file (.jsonl or .parquet)")
-    p.add_argument("--backend", choices=sorted(BACKENDS), required=True, help="model back-end")
-    p.add_argument("--model", required=True, help="model id / folder, or the API model name")
-    p.add_argument("--adapter", help="PEFT adapter of the distilled model (hf, vllm)")
+    add_model_options(
+        p,
+        model_help="model id / folder, or the API model name",
+        adapter_help="PEFT adapter of the distilled model (hf, vllm)",
+    )
     p.add_argument("--exemplars", help="JSON/JSONL exemplar file replacing the paper's exemplar")
     p.add_argument(
         "--prompt-format",
@@ -227,14 +227,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="default: instruction with --adapter (the distilled model), chat otherwise",
     )
     p.add_argument("--max-new-tokens", type=int, default=200)
-    p.add_argument("--batch-size", type=int, help="back-end batch size (hf, vllm)")
-    p.add_argument(
-        "--backend-option",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra back-end option, e.g. dtype=bfloat16 or base_url=...; repeatable",
-    )
     p.add_argument("--chunk-size", type=int, default=64, help="seed pairs saved per step")
     p.add_argument("--restart", action="store_true", help="discard an interrupted run's work")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -243,15 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    options = parse_backend_options(args.backend_option)
-    if args.batch_size is not None:
-        options["batch_size"] = args.batch_size
-    if args.adapter:
-        options["adapter"] = args.adapter
     prompt_format = args.prompt_format or ("instruction" if args.adapter else "chat")
     exemplars = load_exemplars(args.exemplars) if args.exemplars else None
-    # Loaded on first use: the input is checked first, and a finished resume loads nothing.
-    backend = LazyBackend(args.backend, args.model, **options)
+    backend = backend_from_args(args)
     try:
         run(
             args.input,
@@ -262,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             max_new_tokens=args.max_new_tokens,
             chunk_size=args.chunk_size,
             restart=args.restart,
-            settings={"backend": args.backend, "model": args.model, "adapter": args.adapter},
+            settings=model_settings(args),
             show_progress=not args.no_progress,
         )
     except ValueError as err:
