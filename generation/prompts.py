@@ -261,10 +261,3 @@ def _finish(instruction: str, body: str, prompt_format: str) -> Prompt:
     if prompt_format == "chat":
         return [{"role": "system", "content": instruction}, {"role": "user", "content": body}]
     raise ValueError(f"prompt_format must be 'plain' or 'chat', got {prompt_format!r}")
-
-
-TEMPLATES = {
-    "answer": render_answer_prompt,
-    "question": render_question_prompt,
-    "expansion": render_expansion_prompt,
-}

@@ -191,11 +191,6 @@ def bare_title(title: str) -> str:
     return title.replace("(", "").replace(")", "")
 
 
-def entity_tokens(title: str, sn_tokens: set[str]) -> list[str]:
-    """E_i: the title's tokens (parentheses dropped, text inside kept) minus every sn token."""
-    return [t for t in tokens(bare_title(title)) if t not in sn_tokens]
-
-
 # --- recall and F1 -------------------------------------------------------------------------------
 
 
@@ -349,18 +344,6 @@ def k_precision_reference(question: str, shown: Sequence[Mapping]) -> str:
     parts += [f"Context: {d['title']} | {d['text']}\n" for d in shown]
     parts.append("Answer:")
     return "".join(parts)
-
-
-def k_precision(question: str, shown: Sequence[Mapping], pred_counts: Mapping[str, int]) -> float:
-    """|tokens(K) ∩ P| / |P|, 1 if both are empty, 0 if only one is.
-
-    Args:
-        question: the question.
-        shown: the documents shown to the model.
-        pred_counts: the prediction's token counts (P as a multiset).
-    """
-    k_words = _lower_without_punctuation(k_precision_reference(question, shown)).split()
-    return _k_precision(k_words, pred_counts)
 
 
 def _k_precision(k_words: list[str], pred_counts: Mapping[str, int]) -> float:
