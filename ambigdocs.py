@@ -221,7 +221,7 @@ def read_raw_rows(path: str | os.PathLike, keep_extra: bool = False) -> Iterator
         ValueError: the file or one of its rows is malformed (file, row and field named), or it
             holds no rows.
     """
-    from generation.io_utils import read_records
+    from generation.io.records import read_records
 
     _refuse_top_level_object(Path(path))
     rows = read_records(path)

@@ -48,7 +48,7 @@ def make_model(folder: Path, hidden: int, layers: int) -> Path:
 
 
 def make_prompts(n: int) -> list[str]:
-    from generation.document_settings import select_documents
+    from generation.documents import select_documents
     from generation.prompts import render_answer_prompt
 
     rows = json.loads((REPO / "generation/resources/sample/test.json").read_text())

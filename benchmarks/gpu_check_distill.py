@@ -1,6 +1,6 @@
 """GPU check of `ambigdocs distill`: 4-bit load, a few QLoRA steps in bf16, save, reload, generate.
 
-Runs the real distillation code (`generation.distill`) on a Llama-architecture model of a few
+Runs the real distillation code (`generation.distill.train`) on a Llama-architecture model of a few
 hundred million parameters with random weights, built here (no download), on a handful of
 synthetic `build filter` records of realistic length, and prints timings and peak memory.
 Finishes in well under 10 minutes on one CUDA GPU.
@@ -94,13 +94,13 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from generation.distill import (
+    from generation.distill.train import (
         build_trainer,
         load_base_model,
         resolve_compute_dtype,
         train_and_save,
     )
-    from generation.distill_args import parse_args
+    from generation.distill.args import parse_args
 
     cuda = torch.cuda.is_available()
     if not cuda and not opts.smoke:

@@ -56,7 +56,7 @@ def build_model(folder: Path, small: bool = False) -> Path:
 
 
 def prompts_and_data(n: int, folder: Path):
-    from generation.document_settings import select_documents
+    from generation.documents import select_documents
     from generation.prompts import render_answer_prompt
 
     rows = json.loads((REPO / "generation/resources/sample/test.json").read_text())
@@ -180,7 +180,7 @@ def main(argv=None) -> int:
         return out
 
     def runner():
-        from generation.answer import main as answer_main
+        from generation.answering.answer import main as answer_main
 
         out_file = tmp / "answers.jsonl"
         argv = ["--model", str(model), "--data-dir", str(tmp / "data"), "--split", "test",

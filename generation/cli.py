@@ -12,11 +12,14 @@ import sys
 
 # subcommand -> (module with main(argv), one-line description)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "evaluate": ("generation.evaluate_results", "score answered examples with the paper's metrics"),
-    "answer": ("generation.answer", "answer AmbigDocs questions with a model (hf, vllm, openai)"),
-    "retrieve": ("generation.retrieve", "dense retrieval over a passage collection"),
-    "build": ("generation.build.cli", "create AmbigDocs-style data, stage by stage"),
-    "distill": ("generation.distill", "QLoRA-distil the question generator (trl + peft)"),
+    "evaluate": ("generation.report.evaluate", "score answered examples with the paper's metrics"),
+    "answer": (
+        "generation.answering.answer",
+        "answer AmbigDocs questions with a model (hf, vllm, openai)",
+    ),
+    "retrieve": ("generation.answering.retrieve", "dense retrieval over a passage collection"),
+    "build": ("generation.datagen.cli", "create AmbigDocs-style data, stage by stage"),
+    "distill": ("generation.distill.train", "QLoRA-distil the question generator (trl + peft)"),
     "export": ("generation.hub.export", "write a script-free, Hub-ready copy of the data set"),
     "push": ("generation.hub.push", "add or replace one split in a Hub dataset repository"),
     "push-metric": ("generation.hub.push_metric", "publish the metric as a Hub Space"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from generation.backends.base import Generation
-from generation.build.entailment import EntailmentItem, EntailmentResult
+from generation.datagen.entailment import EntailmentItem, EntailmentResult
 
 
 class ScriptedBackend:

@@ -16,9 +16,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from generation.answer import main as answer_main  # noqa: E402
-from generation.document_settings import select_documents  # noqa: E402
-from generation.io_utils import iter_jsonl  # noqa: E402
+from generation.answering.answer import main as answer_main  # noqa: E402
+from generation.documents import select_documents  # noqa: E402
+from generation.io.records import iter_jsonl  # noqa: E402
 
 N_ROWS = 12
 
@@ -214,7 +214,7 @@ def test_accelerate_two_processes_match_one(
     # On a CPU-only machine `--multi_gpu` is what makes accelerate start N processes (torchrun);
     # the runner then forms a gloo group. `--cpu` would start a single process.
     cmd = [launcher, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-           "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "generation.answer"]  # fmt: skip
+           "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "generation.answering.answer"]  # fmt: skip
     cmd[3:3] = ["--main_process_port", str(_free_port())]  # others may hold 29500
     cmd += _args(tiny_llama_dir, data_dir, out, batch_size=3)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -228,7 +228,7 @@ def test_accelerate_two_processes_match_one(
 def test_backend_options_that_change_answers_are_part_of_the_resume_check(
     tiny_llama_dir, data_dir, tmp_path, capsys
 ):
-    from generation.answer import build_parser, run_meta
+    from generation.answering.answer import build_parser, run_meta
 
     out = tmp_path / "a.jsonl"
     assert answer_main(_args(tiny_llama_dir, data_dir, out, "--limit", "1")) == 0
@@ -263,7 +263,7 @@ def test_backend_options_that_change_answers_are_part_of_the_resume_check(
 def test_vllm_under_several_processes_is_refused(monkeypatch, tmp_path, capsys):
     from types import SimpleNamespace
 
-    import generation.answer as answer
+    import generation.answering.answer as answer
 
     answer.check_process_layout("vllm", 1)
     answer.check_process_layout("hf", 4)
@@ -278,7 +278,7 @@ def test_vllm_under_several_processes_is_refused(monkeypatch, tmp_path, capsys):
 
 
 def test_bad_exemplars_name_the_exemplar_and_field(tiny_llama_dir, data_dir, tmp_path, capsys):
-    from generation.answer import load_exemplars
+    from generation.answering.answer import load_exemplars
 
     cases = {
         "no_answer.json": ([{"question": "q", "docs": []}], r"exemplar 0: field 'answer'"),
@@ -308,7 +308,7 @@ def test_bad_exemplars_name_the_exemplar_and_field(tiny_llama_dir, data_dir, tmp
 
 
 def test_chunk_size_lets_openai_and_vllm_work_in_parallel():
-    from generation.answer import build_parser, chunk_size
+    from generation.answering.answer import build_parser, chunk_size
 
     def chunk(*extra):
         argv = ["--model", "m", "--config", "sample", "--output", "o.jsonl", *extra]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from generation.document_settings import example_rng, select_documents
+from generation.documents import example_rng, select_documents
 
 
 def _row(qid, n_gold=7, n_retrieved=0, overlap=()):
@@ -53,7 +53,7 @@ def test_documents_do_not_depend_on_python_hash_seed():
     # Two interpreters with different string-hash salts must draw the same documents; a
     # generator seeded through hash() of a string (or a set's order) would differ between them.
     code = (
-        "import json; from generation.document_settings import select_documents\n"
+        "import json; from generation.documents import select_documents\n"
         "gold = [{'title': f'G{k}', 'text': 't', 'pid': f'g{k}'} for k in range(9)]\n"
         "print(json.dumps([[d['pid'] for d in select_documents("
         "{'qid': q, 'documents': gold}, 'gold-only', 3)] for q in ('a', 'qid-7', 12)]))"

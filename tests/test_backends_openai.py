@@ -228,8 +228,8 @@ def test_missing_key_is_a_clear_error(monkeypatch):
 
 
 def test_runner_with_the_openai_backend(server_factory, monkeypatch, tmp_path, capfd):
-    from generation.answer import main as answer_main
-    from generation.io_utils import iter_jsonl
+    from generation.answering.answer import main as answer_main
+    from generation.io.records import iter_jsonl
 
     server = server_factory(script={})
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
@@ -249,7 +249,7 @@ def test_runner_with_the_openai_backend(server_factory, monkeypatch, tmp_path, c
 
 
 def test_runner_batch_size_does_not_cap_concurrency(server_factory, monkeypatch, tmp_path):
-    from generation.answer import main as answer_main
+    from generation.answering.answer import main as answer_main
 
     server = server_factory(delay=0.1)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)

@@ -7,10 +7,10 @@ import json
 import pytest
 from build_fakes import ScriptedBackend, ScriptedChecker
 
-from generation.build import expand
-from generation.build.passages import write_passages_tsv
-from generation.build.progress import partial_path
-from generation.io_utils import read_records
+from generation.datagen import expand
+from generation.io.passages import write_passages_tsv
+from generation.datagen.progress import partial_path
+from generation.io.records import read_records
 from generation.prompts import render_expansion_prompt
 
 SN = "Judge Day"
@@ -230,7 +230,7 @@ def test_cli_with_real_hf_backend(tmp_path, tiny_llama_dir):
     """`ambigdocs build expand` through the shared transformers back-end on the tiny Llama:
     every kept answer's score is the back-end's mean NLL and the lowest per entity."""
     from generation.backends import load_backend
-    from generation.build.cli import main as build_main
+    from generation.datagen.cli import main as build_main
 
     src, _ = make_world(tmp_path)
     out_path = tmp_path / "o.jsonl"

@@ -8,8 +8,8 @@ import json
 import pytest
 from build_fakes import ScriptedChecker, make_tiny_t5
 
-from generation.build import filters
-from generation.build.entailment import (
+import generation.datagen.filter as filters
+from generation.datagen.entailment import (
     EntailmentItem,
     ModelEntailmentChecker,
     Seq2SeqGenerator,
@@ -17,8 +17,8 @@ from generation.build.entailment import (
     disambiguate_question,
     nli_input,
 )
-from generation.build.progress import partial_path
-from generation.io_utils import read_records
+from generation.datagen.progress import partial_path
+from generation.io.records import read_records
 
 SN = "Judge Day (disambiguation)"
 T1, T2 = "Charles Bernard Day", "William Louis Day"
@@ -346,7 +346,7 @@ def test_checker_on_real_tiny_models_maps_output_to_verdict(tiny_t5_dir):
 
 
 def test_cli_loads_models_only_when_a_line_reaches_the_third_filter(tmp_path, tiny_t5_dir):
-    from generation.build.cli import main as build_main
+    from generation.datagen.cli import main as build_main
 
     unformatted = write_jsonl(tmp_path / "u.jsonl", [line(question=None, answers=None)])
     missing = str(tmp_path / "no-such-model")

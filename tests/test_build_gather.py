@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from generation.build import gather
+from generation.datagen import gather
 
 DUMP = "tests/data/wiki/enwiki-mini.xml"
 

@@ -13,11 +13,11 @@ import yaml
 from build_fakes import make_tiny_t5
 
 from generation.backends import base as backends_base
-from generation.build import pipeline
-from generation.build.filters import STATUSES
-from generation.build.passages import write_passages_tsv
-from generation.build.stage_io import stats_path
-from generation.io_utils import read_records
+from generation.datagen import pipeline
+from generation.datagen.filter import STATUSES
+from generation.io.passages import write_passages_tsv
+from generation.datagen.stage_io import stats_path
+from generation.io.records import read_records
 
 DUMP = "tests/data/wiki/enwiki-mini.xml"  # the gather stage's hand-made dump
 SHARED = "was first described in the old"  # 6 common words: a seed candidate (3 < n < 10)
@@ -46,7 +46,7 @@ def synthetic_passages(mapping, path):
 @pytest.fixture
 def chain(tmp_path, tiny_llama_dir, monkeypatch, repo_root):
     """A config for gather -> seed -> questions -> filter -> expand -> split."""
-    from generation.build import gather
+    from generation.datagen import gather
 
     # A plug-in back-end kind: the question model writes parseable output, so that lines reach
     # the later stages (a random model's output never parses).

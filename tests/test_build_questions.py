@@ -7,9 +7,9 @@ import json
 import pytest
 from build_fakes import ScriptedBackend
 
-from generation.build import questions
-from generation.build.progress import partial_path
-from generation.io_utils import read_records
+from generation.datagen import questions
+from generation.datagen.progress import partial_path
+from generation.io.records import read_records
 from generation.prompts import render_question_prompt
 
 
@@ -216,7 +216,7 @@ def test_bad_input_names_row_and_field(tmp_path):
 )
 def test_cli_with_real_hf_backend_on_tiny_llama(tmp_path, request, model_fixture, prompt_format):
     """End to end through `ambigdocs build questions` and the shared transformers back-end."""
-    from generation.build.cli import main as build_main
+    from generation.datagen.cli import main as build_main
 
     tiny_llama_dir = request.getfixturevalue(model_fixture)
 

@@ -9,8 +9,9 @@ import pytest
 from build_fakes import ScriptedBackend
 from test_build_questions import GOOD, seed_rows, write_jsonl
 
-from generation.build import filters, questions, stage_io
-from generation.build.progress import partial_path
+import generation.datagen.filter as filters
+from generation.datagen import questions, stage_io
+from generation.datagen.progress import partial_path
 
 
 def test_work_done_on_an_older_input_is_discarded(tmp_path, capsys):

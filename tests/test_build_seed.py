@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_build_seed_reference import authors_pair, authors_seed
 
-from generation.build import overlap as ov
-from generation.build import seed
-from generation.build.passages import collect_passages, write_passages_tsv
+from generation.datagen import overlap as ov
+from generation.datagen import seed
+from generation.io.passages import collect_passages, write_passages_tsv
 
 # ---------------------------------------------------------------------------------------------
 # The pair test

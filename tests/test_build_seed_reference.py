@@ -4,7 +4,7 @@
 passage list: index every title's passages (in file order), keep titles with <= 20 and drop their
 last passage, keep pages with 2..10 entities, then for i < j, k, m compare with the Jaccard skip
 and the full-matrix longest-common-substring DP, keeping a strictly longer candidate only. It
-shares no code with `generation/build/`, so the seed tests and `benchmarks/bench_seed.py` compare
+shares no code with `generation/datagen/`, so the seed tests and `benchmarks/bench_seed.py` compare
 the fast stage against an independent implementation.
 
 The tests in this file check the reference itself on hand-computed examples.

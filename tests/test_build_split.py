@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ambigdocs import load_ambigdocs
-from generation.build import split
+from generation.datagen import split
 
 
 def _row(i, pids, status=None, sn=None):

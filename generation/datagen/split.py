@@ -45,8 +45,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ambigdocs import DOCUMENT_FEATURES, RAW_FILE_NAMES
-from generation.build.stage_io import format_stats, read_stage, stats_path
-from generation.io_utils import atomic_write_json
+from generation.datagen.stage_io import format_stats, read_stage, stats_path
+from generation.io.records import atomic_write_json
 from generation.prompts import strip_disambiguation
 
 SPLITS = ("train", "validation", "test")

@@ -23,7 +23,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from generation.io_utils import atomic_write_json, atomic_write_text
+from generation.io.records import atomic_write_json, atomic_write_text
 from metric.ambigdocs_metric.scoring import (
     CATEGORIES,
     ExampleScores,

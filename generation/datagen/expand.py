@@ -13,7 +13,7 @@ Inputs:
         stage, it neither skips entities with over 20 passages nor drops the last one); the
         named options `--max-passages N` and `--drop-last-passage` apply the seed stage's rule
         instead. Passages are streamed from the TSV with
-        `generation.build.passages.collect_passages`, holding only the titles needed.
+        `generation.io.passages.collect_passages`, holding only the titles needed.
 
 Output (JSONL, or Parquet by extension), one line per expanded question, in input order:
 
@@ -31,7 +31,7 @@ the answer is the first line of the (stripped) output with one final period remo
 empty or if splitting it on `.` gives more than four pieces. Its score is the back-end's
 `Generation.mean_nll` (the length-normalised negative log-likelihood of the generated tokens). An
 answer is kept when its score is below `--threshold` (0.2) and the entailment check
-(`generation.build.entailment`, with `q_DE` = the question with the surface name replaced by the
+(`generation.datagen.entailment`, with `q_DE` = the question with the surface name replaced by the
 entity title, and the passage as premise) passes; per entity the passage with the lowest score
 wins (the first in file order on a tie). Only answers under the threshold are sent to the NLI
 models, which changes nothing in the result and saves most of their work.
@@ -51,24 +51,24 @@ from collections.abc import Mapping, Sequence
 from generation.backends.base import (
     Backend,
 )
-from generation.build import seed as seed_stage
-from generation.build.entailment import (
+from generation.datagen import seed as seed_stage
+from generation.datagen.entailment import (
     EntailmentChecker,
     EntailmentItem,
     disambiguate_question,
 )
-from generation.build.filters import (
+from generation.datagen.filter import (
     MAX_ANSWER_PIECES,
     add_entailment_options,
     checker_from_args,
     entailment_settings,
     too_many_sentences,
 )
-from generation.build.model_options import add_model_options, backend_from_args, model_settings
-from generation.build.passages import collect_passages
-from generation.build.progress import chunks, finish_progress, open_progress
-from generation.build.stage_io import read_stage, write_stage
-from generation.io_utils import read_records
+from generation.datagen.model_options import add_model_options, backend_from_args, model_settings
+from generation.io.passages import collect_passages
+from generation.datagen.progress import chunks, finish_progress, open_progress
+from generation.datagen.stage_io import read_stage, write_stage
+from generation.io.records import read_records
 from generation.prompts import render_expansion_prompt
 
 THRESHOLD = 0.2

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from generation.io_utils import _atomic_write, atomic_write_json, atomic_write_jsonl, read_records
+from generation.io.records import _atomic_write, atomic_write_json, atomic_write_jsonl, read_records
 
 
 def _is_parquet(path: str | os.PathLike) -> bool:

@@ -26,7 +26,7 @@ PAPER_TRAINING_DEFAULTS: dict[str, object] = {
     "optim": "paged_adamw_32bit",
     "max_length": 4096,
     "report_to": "none",
-    # Mixed precision follows --compute_dtype (decided in generation.distill once the device is
+    # Mixed precision follows --compute_dtype (decided in generation.distill.train once the device is
     # known); trl's default bf16=True would fail transformers' argument check on a CPU.
     "bf16": False,
 }

@@ -7,15 +7,15 @@ import sys
 
 STAGES: dict[str, tuple[str, str]] = {
     "gather": (
-        "generation.build.gather",
+        "generation.datagen.gather",
         "disambiguation map from a MediaWiki XML dump (or the API)",
     ),
-    "seed": ("generation.build.seed", "seed document pair per surface name (pipeline.md 2)"),
-    "questions": ("generation.build.questions", "question + two answers per seed pair (3)"),
-    "filter": ("generation.build.filters", "not formatted / not ambiguous / not entailed (3)"),
-    "expand": ("generation.build.expand", "answer set expansion (4)"),
-    "split": ("generation.build.split", "train/validation/test with no shared passage (5)"),
-    "all": ("generation.build.pipeline", "the whole chain from a YAML config, resumable"),
+    "seed": ("generation.datagen.seed", "seed document pair per surface name (pipeline.md 2)"),
+    "questions": ("generation.datagen.questions", "question + two answers per seed pair (3)"),
+    "filter": ("generation.datagen.filter", "not formatted / not ambiguous / not entailed (3)"),
+    "expand": ("generation.datagen.expand", "answer set expansion (4)"),
+    "split": ("generation.datagen.split", "train/validation/test with no shared passage (5)"),
+    "all": ("generation.datagen.pipeline", "the whole chain from a YAML config, resumable"),
 }
 
 

@@ -51,10 +51,10 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from generation.build.cli import STAGES
-from generation.build.progress import partial_path
-from generation.build.stage_io import stats_path
-from generation.io_utils import atomic_write_json
+from generation.datagen.cli import STAGES
+from generation.datagen.progress import partial_path
+from generation.datagen.stage_io import stats_path
+from generation.io.records import atomic_write_json
 
 ORDER = ("gather", "seed", "questions", "filter", "expand", "split")
 

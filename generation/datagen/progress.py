@@ -1,7 +1,7 @@
 """The resumable work file of a model-calling stage (`questions`, `filter`, `expand`).
 
 While a stage runs, each finished batch is appended to `<output>.partial.jsonl` (through
-`generation.io_utils.ResumableJsonl`, so a crash loses at most the batch in flight). A rerun with
+`generation.io.records.ResumableJsonl`, so a crash loses at most the batch in flight). A rerun with
 the same settings skips the keys already there. Once the stage has written its output (atomically,
 with `write_stage`) the work file is deleted.
 
@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from generation.io_utils import ResumableJsonl, atomic_write_json
+from generation.io.records import ResumableJsonl, atomic_write_json
 
 
 def partial_path(output: str | os.PathLike) -> Path:

@@ -9,7 +9,7 @@ Data parallel over processes, GPUs and nodes (each process answers a shard into
 `OUTPUT.part<rank>.jsonl`; the main process merges the shards into OUTPUT, in data order, the same
 file one process writes):
 
-    accelerate launch --num_processes 8 -m generation.answer --model ... --output runs/a.jsonl
+    accelerate launch --num_processes 8 -m generation.answering.answer --model ... --output runs/a.jsonl
 
 Output: JSONL, one line per example: the row's fields (without `retrieved`), `docs` (the shown
 documents in prompt order: `pid`, `title`, `text`), `gen_answer`, `setting`, `model`, `seed`,
@@ -37,13 +37,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from generation.backends.base import parse_backend_options
-from generation.document_settings import (
+from generation.documents import (
     DEFAULT_NUM_DOCS,
     SETTINGS,
     as_document_list,
     select_documents,
 )
-from generation.io_utils import ResumableJsonl, atomic_write_json, atomic_write_jsonl, iter_jsonl
+from generation.io.records import ResumableJsonl, atomic_write_json, atomic_write_jsonl, iter_jsonl
 from generation.prompts import render_answer_prompt
 
 META_VERSION = 1
@@ -125,7 +125,7 @@ def load_rows(args: argparse.Namespace) -> list[dict]:
         ds = load_ambigdocs(args.split, config=args.config or "default", data_dir=args.data_dir)
         rows = [dict(r) for r in ds]
     elif Path(args.dataset).is_file():
-        from generation.io_utils import read_records
+        from generation.io.records import read_records
 
         rows = read_records(args.dataset)
     else:
@@ -372,7 +372,7 @@ def load_exemplars(path: str) -> list[dict]:
             `docs` that are not a list of documents with string `title` and `text` (the message
             names the exemplar index and the field).
     """
-    from generation.io_utils import read_records
+    from generation.io.records import read_records
 
     records = read_records(path)
     if not records:
@@ -541,7 +541,7 @@ def run(args: argparse.Namespace) -> int:
         atomic_write_json(args.export_json, list(iter_jsonl(output)))
         print(f"wrote the results JSON {args.export_json}", file=sys.stderr)
     if args.evaluate:
-        from generation.evaluate_results import main as evaluate_main
+        from generation.report.evaluate import main as evaluate_main
 
         eval_dir = args.evaluate_dir or str(output.with_suffix("")) + ".eval"
         extra = shlex.split(args.evaluate_args)
@@ -550,7 +550,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of `ambigdocs answer` and `accelerate launch -m generation.answer`."""
+    """Entry point of `ambigdocs answer` and `accelerate launch -m generation.answering.answer`."""
     args = build_parser().parse_args(argv)
     try:
         return run(args)

@@ -54,10 +54,10 @@ from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
-from generation.build import overlap as ov
-from generation.build.passages import collect_passages
-from generation.build.stage_io import write_stage
-from generation.io_utils import ResumableJsonl, atomic_write_json
+from generation.datagen import overlap as ov
+from generation.io.passages import collect_passages
+from generation.datagen.stage_io import write_stage
+from generation.io.records import ResumableJsonl, atomic_write_json
 
 TIE_BREAKS = ("first", "random")
 METHODS = ("fast", "dp")

@@ -27,7 +27,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from generation.io_utils import atomic_write_json, atomic_write_jsonl
+from generation.io.records import atomic_write_json, atomic_write_jsonl
 
 DEFAULT_MODEL = "sentence-transformers/gtr-t5-xxl"  # the paper's GTR
 PASSAGE_FORMAT = "{title} {text}"
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from generation.answer import load_rows
+    from generation.answering.answer import load_rows
 
     if args.top_k < 1:
         raise ValueError(f"--top-k must be >= 1, got {args.top_k}")

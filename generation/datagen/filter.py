@@ -16,7 +16,7 @@ The filters, in order (the surface name `sn` without a trailing `(disambiguation
 the two passage titles):
 
 1. not_formatted: the output did not parse (`question`/`answers` missing, see
-   `generation.build.questions.parse_question_output`), or an answer split on `.` gives more
+   `generation.datagen.questions.parse_question_output`), or an answer split on `.` gives more
    than four pieces.
 2. not_ambiguous (the authors' filter script; every test compares lower-cased text):
    - `sn` not in the question while both `t1` and `t2` are;
@@ -26,7 +26,7 @@ the two passage titles):
    - one answer contains the other;
    - the IoU of the answers' word sets (split on single spaces) is > 0.75.
 3. not_entailed: for each answer, the converter + TRUE NLI check of
-   `generation.build.entailment` with `q_DE` (question with `sn` replaced by the passage title)
+   `generation.datagen.entailment` with `q_DE` (question with `sn` replaced by the passage title)
    against that answer's passage; both answers must pass. Model ids, batch size and the
    328-token limit are options; `--no-entailment` skips this filter (lines that pass 1 and 2 are
    then `ok`, and the statistics say `entailment: skipped`).
@@ -42,7 +42,7 @@ import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from generation.build.entailment import (
+from generation.datagen.entailment import (
     CONVERTER_MAX_NEW_TOKENS,
     DEFAULT_CONVERTER,
     DEFAULT_NLI,
@@ -52,8 +52,8 @@ from generation.build.entailment import (
     LazyEntailmentChecker,
     disambiguate_question,
 )
-from generation.build.progress import chunks, discard_progress, finish_progress, open_progress
-from generation.build.stage_io import read_stage, status_counts, write_stage
+from generation.datagen.progress import chunks, discard_progress, finish_progress, open_progress
+from generation.datagen.stage_io import read_stage, status_counts, write_stage
 from generation.prompts import strip_disambiguation
 
 STATUSES = ("ok", "not_formatted", "not_ambiguous", "not_entailed")

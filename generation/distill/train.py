@@ -13,7 +13,7 @@ Launch (one process, or several with accelerate; every SFTConfig argument may fo
 ambigdocs distill --base-model meta-llama/Llama-2-13b-chat-hf --train filtered.jsonl \\
     --output-dir adapters/question-generator [--eval heldout.jsonl] [--config configs/distill.yaml]
 
-accelerate launch -m generation.distill --base-model ... --train ... --output-dir ...
+accelerate launch -m generation.distill.train --base-model ... --train ... --output-dir ...
 
 # a quick try: 4 steps, a shorter context
 ambigdocs distill --base-model M --train filtered.jsonl --output-dir out --max_steps 4 \\
@@ -28,7 +28,7 @@ import logging
 import sys
 from pathlib import Path
 
-from generation.distill_args import DistillArguments, parse_args
+from generation.distill.args import DistillArguments, parse_args
 
 logger = logging.getLogger("ambigdocs.distill")
 
@@ -158,8 +158,8 @@ def lora_config(args: DistillArguments):
 
 def load_examples(path: str, tokenizer, tokenization: str, max_length: int | None):
     """The status-ok records of a filter output that fit `max_length`, as a `datasets.Dataset`."""
-    from generation.build.stage_io import read_stage
-    from generation.distill_data import (
+    from generation.datagen.stage_io import read_stage
+    from generation.distill.data import (
         build_dataset,
         drop_too_long,
         select_ok_records,
@@ -308,7 +308,7 @@ def train_and_save(trainer, args: DistillArguments, training_args) -> dict:
         f"--adapter {out}",
     }
     if trainer.accelerator.is_main_process:
-        from generation.io_utils import atomic_write_json
+        from generation.io.records import atomic_write_json
 
         atomic_write_json(out / INFO_FILE, info)
         print(json.dumps({k: info[k] for k in ("global_step", "metrics", "use_with")}, indent=2))
@@ -329,7 +329,7 @@ def run(args: DistillArguments, training_args) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of `ambigdocs distill` and `python -m generation.distill`.
+    """Entry point of `ambigdocs distill` and `python -m generation.distill.train`.
 
     Args:
         argv: the arguments after `distill` (default: `sys.argv[1:]`).

@@ -49,8 +49,8 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from generation.build.stage_io import format_stats, stats_path
-from generation.io_utils import atomic_write_json
+from generation.datagen.stage_io import format_stats, stats_path
+from generation.io.records import atomic_write_json
 
 # The disambiguation templates of the English Wikipedia (Category:Disambiguation message boxes)
 # and their common redirects, lower-cased, spaces for underscores.

@@ -1,0 +1,1 @@
+"""Answering AmbigDocs questions: the runner (`ambigdocs answer`) and dense retrieval."""

@@ -1,0 +1,1 @@
+"""Distilling the question generator with trl + peft QLoRA: arguments, data, training."""

@@ -1,0 +1,1 @@
+"""Shared file formats: JSON/JSONL records, the DPR passage TSV, resumable outputs."""

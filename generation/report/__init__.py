@@ -1,0 +1,1 @@
+"""`ambigdocs evaluate`: scores, tables, plots and reports over results files."""
