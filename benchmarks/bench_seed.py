@@ -38,9 +38,9 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from test_build_seed_reference import authors_seed  # noqa: E402
 
+from generation.cli import main as ambigdocs  # noqa: E402
 from generation.datagen import seed  # noqa: E402
 from generation.io.passages import write_passages_tsv  # noqa: E402
-from generation.cli import main as ambigdocs  # noqa: E402
 
 
 def synthetic_corpus(

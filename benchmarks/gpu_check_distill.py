@@ -94,13 +94,13 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
+    from generation.distill.args import parse_args
     from generation.distill.train import (
         build_trainer,
         load_base_model,
         resolve_compute_dtype,
         train_and_save,
     )
-    from generation.distill.args import parse_args
 
     cuda = torch.cuda.is_available()
     if not cuda and not opts.smoke:

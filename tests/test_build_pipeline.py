@@ -15,8 +15,8 @@ from build_fakes import make_tiny_t5
 from generation.backends import base as backends_base
 from generation.datagen import pipeline
 from generation.datagen.filter import STATUSES
-from generation.io.passages import write_passages_tsv
 from generation.datagen.stage_io import stats_path
+from generation.io.passages import write_passages_tsv
 from generation.io.records import read_records
 
 DUMP = "tests/data/wiki/enwiki-mini.xml"  # the gather stage's hand-made dump

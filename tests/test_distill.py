@@ -511,8 +511,8 @@ def test_float32_compute_keeps_a_float32_adapter_and_trains(tiny_llama_dir, filt
 
 def test_reads_the_filter_stage_output_parquet(sample_dir, tiny_llama_dir, tmp_path):
     """questions-stage lines -> `ambigdocs build filter --no-entailment` (Parquet) -> distill."""
-    from generation.datagen.stage_io import read_stage
     from generation.cli import main
+    from generation.datagen.stage_io import read_stage
 
     questions = [
         {k: v for k, v in r.items() if k != "status"}

@@ -65,9 +65,9 @@ from generation.datagen.filter import (
     too_many_sentences,
 )
 from generation.datagen.model_options import add_model_options, backend_from_args, model_settings
-from generation.io.passages import collect_passages
 from generation.datagen.progress import chunks, finish_progress, open_progress
 from generation.datagen.stage_io import read_stage, write_stage
+from generation.io.passages import collect_passages
 from generation.io.records import read_records
 from generation.prompts import render_expansion_prompt
 

@@ -55,8 +55,8 @@ from functools import partial
 from pathlib import Path
 
 from generation.datagen import overlap as ov
-from generation.io.passages import collect_passages
 from generation.datagen.stage_io import write_stage
+from generation.io.passages import collect_passages
 from generation.io.records import ResumableJsonl, atomic_write_json
 
 TIE_BREAKS = ("first", "random")
