@@ -8,9 +8,9 @@ import pytest
 from build_fakes import ScriptedBackend, ScriptedChecker
 
 from generation.datagen import expand
-from generation.datagen.progress import partial_path
 from generation.io.passages import write_passages_tsv
 from generation.io.records import read_records
+from generation.io.resume import partial_path
 from generation.prompts import render_expansion_prompt
 
 SN = "Judge Day"

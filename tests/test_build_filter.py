@@ -17,8 +17,8 @@ from generation.datagen.entailment import (
     disambiguate_question,
     nli_input,
 )
-from generation.datagen.progress import partial_path
 from generation.io.records import read_records
+from generation.io.resume import partial_path
 
 SN = "Judge Day (disambiguation)"
 T1, T2 = "Charles Bernard Day", "William Louis Day"

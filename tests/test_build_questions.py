@@ -8,8 +8,8 @@ import pytest
 from build_fakes import ScriptedBackend
 
 from generation.datagen import questions
-from generation.datagen.progress import partial_path
 from generation.io.records import read_records
+from generation.io.resume import partial_path
 from generation.prompts import render_question_prompt
 
 
@@ -189,7 +189,7 @@ def test_resume_with_other_settings_is_refused(tmp_path):
         out_path,
         ScriptedBackend(lambda p: GOOD),
         settings={"model": "b"},
-        restart=True,
+        overwrite=True,
         show_progress=False,
     )
     assert out_path.exists()

@@ -65,10 +65,10 @@ from generation.datagen.filter import (
     too_many_sentences,
 )
 from generation.datagen.model_options import add_model_options, backend_from_args, model_settings
-from generation.datagen.progress import chunks, finish_progress, open_progress
 from generation.datagen.stage_io import read_stage, write_stage
 from generation.io.passages import collect_passages
 from generation.io.records import read_records
+from generation.io.resume import chunks, finish_work, open_work
 from generation.prompts import render_expansion_prompt
 
 THRESHOLD = 0.2
@@ -245,7 +245,7 @@ def run(
     max_passages: int | None = None,
     drop_last_passage: bool = False,
     chunk_size: int = 16,
-    restart: bool = False,
+    overwrite: bool = False,
     settings: Mapping | None = None,
     show_progress: bool = True,
 ) -> dict:
@@ -267,7 +267,7 @@ def run(
         drop_last_passage: leave out each entity's last passage, as the seed stage does (the
             authors' expansion does not).
         chunk_size: questions per step; each finished step is saved.
-        restart: ignore an interrupted run's saved steps.
+        overwrite: discard an interrupted run's saved steps instead of resuming them.
         settings: what else decides the outputs (model ids, ...), checked on resume.
         show_progress: progress bars.
 
@@ -291,11 +291,11 @@ def run(
         "entailment": checker is not None,
         **dict(settings or {}),
     }
-    progress = open_progress(
+    progress = open_work(
         output_path,
         lambda r: r["surface_name"],
         run_settings,
-        restart=restart,
+        overwrite=overwrite,
         inputs=[input_path, passages, disambiguation],
     )
     todo = [r for r in ok if r["surface_name"] not in progress.done]
@@ -331,7 +331,7 @@ def run(
     stats = _stats(rows, out)
     stats["entailment"] = "skipped" if checker is None else "checked"
     saved = write_stage(output_path, out, stats, stage="expand")
-    finish_progress(output_path, progress)
+    finish_work(output_path, progress)
     return saved
 
 
@@ -381,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--chunk-size", type=int, default=16, help="questions saved per step")
     add_entailment_options(p)
-    p.add_argument("--restart", action="store_true", help="discard an interrupted run's work")
+    p.add_argument("--overwrite", action="store_true", help="discard an interrupted run's work")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     return p
 
@@ -421,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
             max_passages=args.max_passages,
             drop_last_passage=args.drop_last_passage,
             chunk_size=args.chunk_size,
-            restart=args.restart,
+            overwrite=args.overwrite,
             settings={
                 **model_settings(args),
                 **({} if args.no_entailment else entailment_settings(args)),

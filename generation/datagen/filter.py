@@ -52,8 +52,8 @@ from generation.datagen.entailment import (
     LazyEntailmentChecker,
     disambiguate_question,
 )
-from generation.datagen.progress import chunks, discard_progress, finish_progress, open_progress
 from generation.datagen.stage_io import read_stage, status_counts, write_stage
+from generation.io.resume import chunks, discard_work, finish_work, open_work
 from generation.prompts import strip_disambiguation
 
 STATUSES = ("ok", "not_formatted", "not_ambiguous", "not_entailed")
@@ -179,7 +179,7 @@ def run(
     *,
     checker: EntailmentChecker | None,
     chunk_size: int = 64,
-    restart: bool = False,
+    overwrite: bool = False,
     settings: Mapping | None = None,
     show_progress: bool = True,
 ) -> dict:
@@ -190,7 +190,7 @@ def run(
         output_path: this stage's output (JSONL, or Parquet by extension).
         checker: the entailment check; None skips the third filter (`--no-entailment`).
         chunk_size: lines per entailment step; each finished step is saved.
-        restart: ignore an interrupted run's saved steps.
+        overwrite: discard an interrupted run's saved steps instead of resuming them.
         settings: what decides the entailment results (model ids, ...), checked on resume.
         show_progress: a tqdm bar over entailment steps.
 
@@ -209,12 +209,19 @@ def run(
     pending = [r for r in out if r["status"] == "ok"]
     if checker is not None and pending:
         _entailment_filter(
-            pending, input_path, output_path, checker, chunk_size, restart, settings, show_progress
+            pending,
+            input_path,
+            output_path,
+            checker,
+            chunk_size,
+            overwrite,
+            settings,
+            show_progress,
         )
     else:
         # Nothing to check: an interrupted run's work file has no use (and would make `build
         # all` think this stage unfinished).
-        discard_progress(output_path)
+        discard_work(output_path)
     stats = status_counts(out)
     stats["reasons"] = dict(Counter(r["filter_reason"] for r in out if r["filter_reason"]))
     stats["entailment"] = "skipped" if checker is None else "checked"
@@ -227,16 +234,16 @@ def _entailment_filter(
     output_path: str,
     checker: EntailmentChecker,
     chunk_size: int,
-    restart: bool,
+    overwrite: bool,
     settings: Mapping | None,
     show_progress: bool,
 ) -> None:
     """Runs the third filter over `pending` (updated in place), saving each finished chunk."""
-    progress = open_progress(
+    progress = open_work(
         output_path,
         lambda r: r["surface_name"],
         dict(settings or {}),
-        restart=restart,
+        overwrite=overwrite,
         inputs=[input_path],
     )
     todo = [r for r in pending if r["surface_name"] not in progress.done]
@@ -270,7 +277,7 @@ def _entailment_filter(
             row["status"] = "not_entailed"
             too_long = any(e["too_long"] for e in row["entailment"])
             row["filter_reason"] = "nli_input_too_long" if too_long else "not_entailed"
-    finish_progress(output_path, progress)
+    finish_work(output_path, progress)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -282,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True, help="output file (.jsonl or .parquet)")
     p.add_argument("--chunk-size", type=int, default=64, help="lines saved per entailment step")
     add_entailment_options(p)
-    p.add_argument("--restart", action="store_true", help="discard an interrupted run's work")
+    p.add_argument("--overwrite", action="store_true", help="discard an interrupted run's work")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -341,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
             args.output,
             checker=checker,
             chunk_size=args.chunk_size,
-            restart=args.restart,
+            overwrite=args.overwrite,
             settings=entailment_settings(args),
             show_progress=not args.no_progress,
         )

@@ -52,9 +52,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from generation.datagen.cli import STAGES
-from generation.datagen.progress import partial_path
 from generation.datagen.stage_io import stats_path
 from generation.io.records import atomic_write_json
+from generation.io.resume import partial_path
 
 ORDER = ("gather", "seed", "questions", "filter", "expand", "split")
 

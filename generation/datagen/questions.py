@@ -40,9 +40,9 @@ from generation.backends.base import (
     Backend,
 )
 from generation.datagen.model_options import add_model_options, backend_from_args, model_settings
-from generation.datagen.progress import chunks, finish_progress, open_progress
 from generation.datagen.stage_io import read_stage, write_stage
 from generation.io.records import read_records
+from generation.io.resume import chunks, finish_work, open_work
 from generation.prompts import render_question_prompt
 
 PROMPT_FORMATS = ("chat", "instruction", "plain")
@@ -126,7 +126,7 @@ def run(
     exemplars: Sequence[Mapping] | None = None,
     max_new_tokens: int = 200,
     chunk_size: int = 64,
-    restart: bool = False,
+    overwrite: bool = False,
     settings: Mapping | None = None,
     show_progress: bool = True,
 ) -> dict:
@@ -140,7 +140,7 @@ def run(
         exemplars: replace the paper's exemplar (not used by the `instruction` format).
         max_new_tokens: generation budget per seed pair.
         chunk_size: seed pairs per back-end call; each finished chunk is saved.
-        restart: ignore an interrupted run's saved chunks.
+        overwrite: discard an interrupted run's saved chunks instead of resuming them.
         settings: what else decides the outputs (model name, adapter, ...), checked on resume.
         show_progress: a tqdm bar over chunks.
 
@@ -163,11 +163,11 @@ def run(
         "max_new_tokens": max_new_tokens,
         **dict(settings or {}),
     }
-    progress = open_progress(
+    progress = open_work(
         output_path,
         lambda r: r["surface_name"],
         run_settings,
-        restart=restart,
+        overwrite=overwrite,
         inputs=[input_path],
     )
     todo = [r for r in rows if r["surface_name"] not in progress.done]
@@ -190,7 +190,7 @@ def run(
     parsed = sum(r["question"] is not None for r in out)
     stats = {"total": len(out), "parsed": parsed, "unparsed": len(out) - parsed}
     saved = write_stage(output_path, out, stats, stage="questions")
-    finish_progress(output_path, progress)
+    finish_work(output_path, progress)
     return saved
 
 
@@ -228,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--max-new-tokens", type=int, default=200)
     p.add_argument("--chunk-size", type=int, default=64, help="seed pairs saved per step")
-    p.add_argument("--restart", action="store_true", help="discard an interrupted run's work")
+    p.add_argument("--overwrite", action="store_true", help="discard an interrupted run's work")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
             exemplars=exemplars,
             max_new_tokens=args.max_new_tokens,
             chunk_size=args.chunk_size,
-            restart=args.restart,
+            overwrite=args.overwrite,
             settings=model_settings(args),
             show_progress=not args.no_progress,
         )
