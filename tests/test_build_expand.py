@@ -230,12 +230,12 @@ def test_cli_with_real_hf_backend(tmp_path, tiny_llama_dir):
     """`ambigdocs build expand` through the shared transformers back-end on the tiny Llama:
     every kept answer's score is the back-end's mean NLL and the lowest per entity."""
     from generation.backends import load_backend
-    from generation.datagen.cli import main as build_main
+    from generation.cli import main as ambigdocs_main
 
     src, _ = make_world(tmp_path)
     out_path = tmp_path / "o.jsonl"
-    rc = build_main(
-        [
+    rc = ambigdocs_main(
+        ["build",
             "expand", "--input", str(src), "--output", str(out_path),
             "--passages", str(tmp_path / "psgs.tsv"), "--disambiguation", str(tmp_path / "map.json"),
             "--backend", "hf", "--model", str(tiny_llama_dir), "--max-new-tokens", "6",

@@ -346,22 +346,30 @@ def test_checker_on_real_tiny_models_maps_output_to_verdict(tiny_t5_dir):
 
 
 def test_cli_loads_models_only_when_a_line_reaches_the_third_filter(tmp_path, tiny_t5_dir):
-    from generation.datagen.cli import main as build_main
+    from generation.cli import main as ambigdocs_main
 
     unformatted = write_jsonl(tmp_path / "u.jsonl", [line(question=None, answers=None)])
     missing = str(tmp_path / "no-such-model")
     argv = ["--converter-model", missing, "--nli-model", missing, "--no-progress"]
     assert (
-        build_main(
-            ["filter", "--input", str(unformatted), "--output", str(tmp_path / "u.out"), *argv]
+        ambigdocs_main(
+            [
+                "build",
+                "filter",
+                "--input",
+                str(unformatted),
+                "--output",
+                str(tmp_path / "u.out"),
+                *argv,
+            ]
         )
         == 0
     )
 
     src = write_jsonl(tmp_path / "q.jsonl", [line(), {**line(), "surface_name": "B"}])
     out_path = tmp_path / "f.jsonl"
-    rc = build_main(
-        [
+    rc = ambigdocs_main(
+        ["build",
             "filter", "--input", str(src), "--output", str(out_path),
             "--converter-model", str(tiny_t5_dir), "--nli-model", str(tiny_t5_dir),
             "--nli-device", "cpu", "--nli-batch-size", "3", "--converter-max-new-tokens", "4",

@@ -51,7 +51,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from generation.datagen.cli import STAGES
+from generation.cli import STAGES
 from generation.datagen.stage_io import stats_path
 from generation.io.records import atomic_write_json
 from generation.io.resume import partial_path
