@@ -44,20 +44,19 @@ Python: `run(passages, disambiguation, output, num_proc=...)` (used by `build al
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import random
 import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
 from generation.datagen import overlap as ov
 from generation.datagen.stage_io import write_stage
 from generation.io.passages import collect_passages
+from generation.io.records import gc_paused
 from generation.io.resume import discard_work, open_work
 
 TIE_BREAKS = ("first", "random")
@@ -139,25 +138,10 @@ def select_seed_pair(
     positions = [i for i, t in enumerate(titles) if passages.get(t)]
     if len(positions) < 2:
         return None
-    with _gc_paused():
+    # A page allocates tens of thousands of small tuples that hold no reference cycles; each 700
+    # allocations would otherwise start a collection that scans them (up to twice as slow).
+    with gc_paused():
         return _select_fast(page, titles, passages, positions, tie_break, seed)
-
-
-@contextmanager
-def _gc_paused():
-    """Pauses the cyclic garbage collector (restoring its state after).
-
-    A page allocates tens of thousands of small tuples that hold no reference cycles; each
-    700 allocations would otherwise start a collection that scans them, which made the search
-    up to twice as slow. Reference counting still frees everything as usual.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _select_fast(page, titles, passages, positions, tie_break, seed) -> dict | None:
@@ -349,7 +333,7 @@ def _check_options(tie_break: str, method: str, num_proc: int) -> None:
 
 def _collect_needed(passages, todo: Mapping[str, list[str]], max_passages: int, progress: bool):
     """Streams the passage file once, keeping the passages of the titles the pages to do name."""
-    with _gc_paused():  # millions of short-lived rows, no cycles among them
+    with gc_paused():  # millions of short-lived rows, no cycles among them
         wanted = {t for titles in todo.values() for t in titles}
         return collect_passages(passages, wanted, max_passages, progress)
 

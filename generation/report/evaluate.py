@@ -17,24 +17,19 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import sys
 from collections import Counter
 from pathlib import Path
 
-from generation.io.records import atomic_write_json, atomic_write_text
+from generation.io.records import atomic_write_json, atomic_write_text, read_records
+from metric.ambigdocs_metric.disambig_f1 import DEFAULT_QA_MODEL
 from metric.ambigdocs_metric.scoring import (
     CATEGORIES,
     ExampleScores,
     aggregate,
-    gc_paused,
     score_parsed,
     validate_inputs,
-)
-
-DEFAULT_QA_MODEL = (
-    "deepset/roberta-base-squad2"  # the paper's; same as disambig_f1.DEFAULT_QA_MODEL
 )
 
 TABLE_ROWS = [
@@ -52,38 +47,23 @@ CATEGORY_NAMES = {
     "ambiguous": "Ambiguous",
     "merged": "Merged",
 }
-
-
-def _loads_factory():
-    try:  # orjson parses the results file several times faster; plain json otherwise
-        import orjson
-
-        return orjson.loads
-    except ImportError:
-        return json.loads
+CATEGORY_COLOURS = {
+    "complete": "#4c9a2a",
+    "partial": "#a4c639",
+    "ambiguous": "#f4a261",
+    "merged": "#e76f51",
+    "no_answer": "#bbbbbb",
+}
 
 
 def load_results(path: str | Path) -> list[dict]:
-    """Reads answered examples: a JSON array or JSONL.
+    """Reads answered examples: a JSON array or JSONL (`generation.io.records.read_records`).
 
     Raises:
         ValueError: malformed file, or a row without `gen_answer` (names the file and row).
     """
-    loads = _loads_factory()
-    data = Path(path).read_bytes()
-    head = data[:4096].lstrip()
-    try:
-        # The collections that parsing triggers (many new dicts) would only walk the rows.
-        with gc_paused():
-            if head.startswith(b"["):
-                rows = loads(data)
-            else:
-                rows = [loads(line) for line in data.splitlines() if line.strip()]
-    except ValueError as err:
-        raise ValueError(f"{path}: not valid JSON or JSONL ({err})") from None
+    rows = read_records(path)
     for i, row in enumerate(rows):
-        if not isinstance(row, dict):
-            raise ValueError(f"{path}: row {i} is not an object")
         if "gen_answer" not in row:
             raise ValueError(f"{path}: row {i} (qid {row.get('qid')}) has no field 'gen_answer'")
     return rows
@@ -204,13 +184,9 @@ def load_qa_model(name: str):
 
 
 def _write_jsonl(path: Path, records: list[dict]) -> None:
-    try:
-        import orjson
+    import orjson
 
-        text = b"".join(orjson.dumps(r) + b"\n" for r in records).decode()
-    except ImportError:
-        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    atomic_write_text(path, text)
+    atomic_write_text(path, b"".join(orjson.dumps(r) + b"\n" for r in records).decode())
 
 
 def format_table(columns: dict[str, dict]) -> str:
@@ -230,7 +206,7 @@ def format_table(columns: dict[str, dict]) -> str:
         )
     lines.append("")
     lines.append("Answer category".ljust(width))
-    for key in ("complete", "partial", "no_answer", "ambiguous", "merged"):
+    for key in CATEGORIES:
         cells = [f"{s[key]:.3f}" for s in columns.values()]
         lines.append(
             f"  {CATEGORY_NAMES[key]}".ljust(width)
@@ -291,12 +267,11 @@ def plot_categories(columns: dict[str, dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    order = ["complete", "partial", "no_answer", "ambiguous", "merged"]
-    colours = ["#4c9a2a", "#a4c639", "#bbbbbb", "#f4a261", "#e76f51"]
     names = list(columns)
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 4.2))
     bottom = [0.0] * len(names)
-    for key, colour in zip(order, colours, strict=True):
+    for key in CATEGORIES:
+        colour = CATEGORY_COLOURS[key]
         values = [100 * columns[n][key] for n in names]
         bars = ax.bar(
             names, values, bottom=bottom, color=colour, label=CATEGORY_NAMES[key], width=0.6
