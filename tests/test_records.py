@@ -62,3 +62,20 @@ def test_valid_text_and_big_numbers_are_read_exactly(tmp_path):
     array = tmp_path / "ok.json"
     array.write_bytes(b'\xef\xbb\xbf [{"qid": 18446744073709551616}]')
     assert read_records(array) == [{"qid": 18446744073709551616}]
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_atomic_writes_follow_the_umask(tmp_path, umask, mode):
+    import os
+
+    from generation.io.records import atomic_write_json, atomic_write_jsonl, atomic_write_text
+
+    previous = os.umask(umask)
+    try:
+        atomic_write_text(tmp_path / "a.txt", "x")
+        atomic_write_json(tmp_path / "b.json", {"a": 1})
+        atomic_write_jsonl(tmp_path / "c.jsonl", [{"a": 1}])
+    finally:
+        os.umask(previous)
+    for name in ("a.txt", "b.json", "c.jsonl"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == mode, name

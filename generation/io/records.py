@@ -149,11 +149,20 @@ def dumps_line(record: Any) -> str:
     return json.dumps(record, ensure_ascii=False) + "\n"
 
 
+def current_umask() -> int:
+    """The process's umask (read by setting it and putting it back)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
 def _atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: str = "w") -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes the file 0600; the output gets the mode a plain open() would give it.
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {})) as f:
             write(f)
             f.flush()
