@@ -14,6 +14,7 @@ from generation.datagen import gather
 DUMP = "tests/data/wiki/enwiki-mini.xml"
 
 # Read off the dump by hand: see the comments on each page of enwiki-mini.xml.
+# The `list-items` rule: links opening a list item, page order.
 EXPECTED = {
     "Judge Day": ["Charles Bernard Day", "Edward William Day", "William Louis Day"],
     "Mercury (disambiguation)": [
@@ -31,28 +32,47 @@ EXPECTED = {
     "Ace & Co": ["Ace & Co (company)", "Ace & Co (album)"],
 }
 
+# The authors' rule (default), by hand: plain text cut after the first "refer to" and before
+# "See also", a link is an entity when its title first occurs at a line start, in title order.
+EXPECTED_AUTHORS = {
+    "Judge Day": ["Charles Bernard Day", "Edward William Day", "William Louis Day"],
+    # "commonly refers to:" is no "refer to": the cut comes after "may also refer to:", so the
+    # planet and the element are left out; the album's italics do not hide its title
+    "Mercury (disambiguation)": [
+        "Mercury (Mercury album)",
+        "Mercury (band)",
+        "Mercury (film)",
+        "Mercury (mythology)",
+    ],
+    # John Smith: the 1990 footballer is piped ("John Smith"), so one entity: too few
+    "Ace & Co": ["Ace & Co (album)", "Ace & Co (company)"],  # title order
+}
+
 
 @pytest.fixture()
 def dump(repo_root):
     return repo_root / DUMP
 
 
-def test_map_from_the_dump(dump, tmp_path, capsys):
+@pytest.mark.parametrize(
+    "rule, expected, too_few", [("list-items", EXPECTED, 1), (None, EXPECTED_AUTHORS, 2)]
+)
+def test_map_from_the_dump(dump, tmp_path, capsys, rule, expected, too_few):
     from generation.cli import main
 
     out = tmp_path / "map.json"
-    assert (
-        main(["build", "gather", "--dump", str(dump), "--output", str(out), "--no-progress"]) == 0
-    )
+    argv = ["build", "gather", "--dump", str(dump), "--output", str(out), "--no-progress"]
+    assert main(argv + (["--entity-rule", rule] if rule else [])) == 0
     got = json.loads(out.read_text())
-    assert got == EXPECTED
-    assert list(got) == list(EXPECTED)  # dump order
+    assert got == expected
+    assert list(got) == list(expected)  # dump order
     stats = json.loads((tmp_path / "map.json.stats.json").read_text())
     assert stats["pages_read"] == 10 and stats["redirects"] == 2
+    assert stats["entity_rule"] == (rule or "authors")
     # Judge Day, Mercury, John Smith, Springfield (11), Lonely (1), Ace & Co
     assert stats["disambiguation_pages"] == 6
-    assert stats["more_than_10_entities"] == 1 and stats["fewer_than_2_entities"] == 1
-    assert stats["pages_kept"] == 4
+    assert stats["more_than_10_entities"] == 1 and stats["fewer_than_2_entities"] == too_few
+    assert stats["pages_kept"] == len(expected)
     assert "pages_kept" in capsys.readouterr().out
 
 
