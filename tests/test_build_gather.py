@@ -177,3 +177,41 @@ def test_api_route_with_a_fake_client(tmp_path, monkeypatch):
     assert json.loads(out.read_text()) == {
         "Judge Day": ["Charles Bernard Day", "William Louis Day"]
     }
+
+
+def test_api_route_authors_rule_and_the_earlier_rule(tmp_path, monkeypatch):
+    """The authors' cuts and title rule on the live route (fake client), against `list-items`."""
+
+    class Page:
+        def __init__(self, title, ns=0, text="", links=(), members=()):
+            self.title, self.ns, self.text = title, ns, text
+            self.links = {lk: None for lk in links}  # the API's order
+            self.categorymembers = {m.title: m for m in members}
+
+    text = (
+        "Mercury commonly refers to:\nMercury (planet), a planet\nMercury may also refer to:\n"
+        "1984 (film), a film\n1984, a year\nMercury (band), a band\nSee also\nMercury (god)"
+    )
+    links = ["1984", "1984 (film)", "Help:Disambiguation", "Mercury (band)", "Mercury (god)",
+             "Mercury (planet)"]  # fmt: skip
+    pages = {
+        "Mercury": Page("Mercury", text=text, links=links),
+        "1984": Page("1984", text=text, links=links),  # a title without a letter
+    }
+    cats = {"Category:Disambiguation pages": Page("c", ns=14, members=list(pages.values()))}
+
+    class Wikipedia:
+        def __init__(self, **kw):
+            pass
+
+        def page(self, title):
+            return pages.get(title) or cats.get(title) or Page(title, ns=14)
+
+    fake = types.SimpleNamespace(Wikipedia=Wikipedia, ExtractFormat=types.SimpleNamespace(WIKI=1))
+    monkeypatch.setitem(sys.modules, "wikipediaapi", fake)
+    out = tmp_path / "map.json"
+    gather.run(None, out, source="api", progress=False)
+    assert json.loads(out.read_text()) == {"Mercury": ["1984 (film)", "Mercury (band)"]}
+    gather.run(None, out, source="api", progress=False, entity_rule="list-items")
+    earlier = ["1984", "1984 (film)", "Mercury (band)", "Mercury (planet)"]
+    assert json.loads(out.read_text()) == {"Mercury": earlier, "1984": earlier}
