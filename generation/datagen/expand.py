@@ -59,6 +59,7 @@ Questions are processed in chunks of `--chunk-size`; every finished chunk is sav
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 from collections import Counter
@@ -266,6 +267,17 @@ def expand_rows(
             counts[r]["not_entailed"] += 1
         elif entity not in best[r] or score < best[r][entity][0]:
             best[r][entity] = (score, pid, text, answer)
+    return _output_rows(rows, page_entities, best, counts, scored)
+
+
+def _output_rows(
+    rows: Sequence[Mapping],
+    page_entities: Mapping[str, Sequence[str]],
+    best: Sequence[Mapping[str, tuple[float, str, str, str]]],
+    counts: Sequence[Counter],
+    scored: Sequence[Sequence[tuple[str, float]]],
+) -> list[dict]:
+    """The output lines: seed answers first, then the kept answer of each entity in page order."""
     out = []
     for r, row in enumerate(rows):
         documents = [
@@ -321,15 +333,10 @@ def run(
         passages: the DPR passage TSV.
         disambiguation: the map JSON `{page: [entity titles]}`.
         checker: the entailment check (None: `--no-entailment`).
-        threshold: the mean-NLL threshold (authors: 0.2).
-        max_new_tokens: generation budget (authors: 50).
-        prompt_format: `authors` (default), `plain` or `chat`.
-        exemplars: replace the Figure 10 exemplar (not with `authors`).
-        suffix_rule: `exact` (the authors) or `any-case`, for `q_DE`.
-        max_passages: entities with more passages have none (None, the authors: no limit; the
-            seed stage uses 20).
-        drop_last_passage: leave out each entity's last passage, as the seed stage does (the
-            authors' expansion does not).
+        threshold, max_new_tokens, prompt_format, exemplars, suffix_rule: see `expand_rows`
+            (the paper's threshold 0.2; 50 new tokens and the `authors` prompt, as theirs).
+        max_passages: entities with more passages have none (None, the authors: no limit).
+        drop_last_passage: leave out each entity's last passage (the seed stage's rule).
         chunk_size: questions per step; each finished step is saved.
         overwrite: discard an interrupted run's saved steps instead of resuming them.
         settings: what else decides the outputs (model ids, ...), checked on resume.
@@ -346,12 +353,11 @@ def run(
     mapping = seed_stage.read_disambiguation_map(disambiguation)
     _validate(rows, mapping, str(input_path))
     ok = [r for r in rows if r["status"] == "ok"]
+    # what decides each answer, passed to `expand_rows` and checked when a run resumes
+    rule = dict(threshold=threshold, max_new_tokens=max_new_tokens, prompt_format=prompt_format,
+                exemplars=exemplars, suffix_rule=suffix_rule)  # fmt: skip
     run_settings = {
-        "threshold": threshold,
-        "max_new_tokens": max_new_tokens,
-        "prompt_format": prompt_format,
-        "exemplars": exemplars,
-        "suffix_rule": suffix_rule,
+        **rule,
         "max_passages": max_passages,
         "drop_last_passage": drop_last_passage,
         "entailment": checker is not None,
@@ -369,26 +375,15 @@ def run(
         entity_passages = _needed_passages(
             todo, mapping, passages, max_passages, drop_last_passage, show_progress
         )
-        batches = chunks(todo, chunk_size)
-        if show_progress:
-            from tqdm.auto import tqdm
-
-            batches = tqdm(batches, desc="expand", unit="chunk")
-        for batch in batches:
-            progress.append(
-                expand_rows(
-                    batch,
-                    mapping,
-                    entity_passages,
-                    backend,
-                    checker,
-                    threshold=threshold,
-                    max_new_tokens=max_new_tokens,
-                    prompt_format=prompt_format,
-                    exemplars=exemplars,
-                    suffix_rule=suffix_rule,
-                )
-            )
+        expand_batch = functools.partial(
+            expand_rows,
+            page_entities=mapping,
+            passages=entity_passages,
+            backend=backend,
+            checker=checker,
+            **rule,
+        )
+        _in_chunks(todo, chunk_size, expand_batch, progress.append, show_progress)
     by_key = {r["surface_name"]: r for r in progress.records}
     out = [by_key[r["surface_name"]] for r in ok]
     stats = _stats(rows, out)
@@ -396,6 +391,17 @@ def run(
     saved = write_stage(output_path, out, stats, stage="expand")
     finish_work(output_path, progress)
     return saved
+
+
+def _in_chunks(todo: list, chunk_size: int, work, save, show_progress: bool) -> None:
+    """Runs `work` over chunks of `todo`, saving each finished chunk's result with `save`."""
+    batches = chunks(todo, chunk_size)
+    if show_progress:
+        from tqdm.auto import tqdm
+
+        batches = tqdm(batches, desc="expand", unit="chunk")
+    for batch in batches:
+        save(work(batch))
 
 
 def _check_format(prompt_format: str, exemplars: Sequence[Mapping] | None) -> None:
