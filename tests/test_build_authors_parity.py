@@ -230,14 +230,19 @@ def test_dump_rendering_and_rule_on_a_hand_made_page():
 # --- dry runs ---------------------------------------------------------------------------------
 
 
+def build(argv: list[str]) -> int:
+    """`ambigdocs build ARGV...` as the console script runs it."""
+    from generation.cli import main
+
+    return main(["build", *argv])
+
+
 def write_jsonl(path, rows):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
 
 def test_questions_dry_run_writes_the_exact_inputs(tmp_path, capsys):
-    from generation.datagen.cli import main
-
     rng = random.Random(5)
     rows = []
     for i in range(4):
@@ -247,31 +252,30 @@ def test_questions_dry_run_writes_the_exact_inputs(tmp_path, capsys):
     out = tmp_path / "dry.jsonl"
     argv = ["questions", "--input", str(src), "--output", str(out), "--backend", "openai",
             "--model", "gpt-4", "--prompt-format", "authors", "--dry-run"]  # fmt: skip
-    assert main(argv) == 0  # no API key needed: nothing is sent
+    assert build(argv) == 0  # no API key needed: nothing is sent
     got = read_records(out)
     assert [g["surface_name"] for g in got] == [r["surface_name"] for r in rows]
     for g, r in zip(got, rows, strict=True):
         assert g["messages"] == ref.gpt_messages(r["surface_name"], r["documents"])
         assert g["docs"] == r["documents"] and "prompt" not in g
     argv[argv.index("authors")] = "instruction"
-    assert main(argv) == 0
+    assert build(argv) == 0
     for g, r in zip(read_records(out), rows, strict=True):
         assert g["prompt"] == ref.llama_prompt(r["surface_name"], r["documents"])
     # bad input: one line, exit 2
     ex = write_jsonl(tmp_path / "ex.jsonl", [])
     capsys.readouterr()
     assert (
-        main([*argv[:-3], "--prompt-format", "authors", "--exemplars", str(ex), "--dry-run"]) == 2
+        build([*argv[:-3], "--prompt-format", "authors", "--exemplars", str(ex), "--dry-run"]) == 2
     )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "fixed exemplars" in err
     write_jsonl(src, [{"surface_name": "X", "documents": [{"title": "a"}]}])
-    assert main(argv) == 2
+    assert build(argv) == 2
     assert "row 0" in capsys.readouterr().err
 
 
 def test_expand_dry_run_writes_every_prompt_in_their_order(tmp_path, capsys):
-    from generation.datagen.cli import main
     from generation.io.passages import write_passages_tsv
 
     mapping = {"Mercury (disambiguation)": ["Mercury (planet)", "Mercury (band)",
@@ -291,7 +295,7 @@ def test_expand_dry_run_writes_every_prompt_in_their_order(tmp_path, capsys):
     argv = ["expand", "--input", str(src), "--output", str(out), "--passages",
             str(tmp_path / "psgs.tsv"), "--disambiguation", str(tmp_path / "map.json"),
             "--backend", "hf", "--model", "no/such-model", "--dry-run", "--no-progress"]  # fmt: skip
-    assert main(argv) == 0  # the model is never loaded
+    assert build(argv) == 0  # the model is never loaded
     # theirs: the page's entities in map order, seeds and entities without passages skipped,
     # every passage in file order
     passages = {"Mercury (band)": ["band text one", "band text two"], "Mercury (god)": ["god text"]}
@@ -307,7 +311,7 @@ def test_expand_dry_run_writes_every_prompt_in_their_order(tmp_path, capsys):
         ("Mercury (band)", "1"), ("Mercury (band)", "4"), ("Mercury (god)", "5"),
     ]  # fmt: skip
     capsys.readouterr()
-    assert main([*argv, "--exemplars", str(src)]) == 2
+    assert build([*argv, "--exemplars", str(src)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
 
 
