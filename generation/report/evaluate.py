@@ -24,6 +24,9 @@ from collections import Counter
 from pathlib import Path
 
 from generation.io.records import atomic_write_json, atomic_write_text
+from generation.report.layout import CATEGORY_NAMES, TABLE_ROWS
+from generation.report.outputs import ReportOptions, annotate_summary, write_report_files
+from generation.report.provenance import qa_model_record
 from metric.ambigdocs_metric.scoring import (
     CATEGORIES,
     ExampleScores,
@@ -36,22 +39,6 @@ from metric.ambigdocs_metric.scoring import (
 DEFAULT_QA_MODEL = (
     "deepset/roberta-base-squad2"  # the paper's; same as disambig_f1.DEFAULT_QA_MODEL
 )
-
-TABLE_ROWS = [
-    ("answer_length", "Answer Length (|y|)", "{:.1f}"),
-    ("answer_recall", "Answer Recall", "{:.3f}"),
-    ("entity_recall", "Entity Recall", "{:.3f}"),
-    ("entity_answer_recall", "Entity-Answer Recall", "{:.3f}"),
-    ("disambig_f1", "Disambig-F1", "{:.3f}"),
-    ("k_precision", "K-Precision", "{:.3f}"),
-]
-CATEGORY_NAMES = {
-    "complete": "Complete",
-    "partial": "Partial",
-    "no_answer": "No Answer",
-    "ambiguous": "Ambiguous",
-    "merged": "Merged",
-}
 
 
 def _loads_factory():
@@ -186,10 +173,15 @@ def add_disambig_f1(
 
 def load_qa_model(name: str):
     """Loads the QA model, or prints one line saying why not and returns None."""
+    return try_load_qa_model(name)[0]
+
+
+def try_load_qa_model(name: str):
+    """(the QA model, None), or (None, why not) after printing why in one line."""
     from metric.ambigdocs_metric.disambig_f1 import QAExtractor
 
     try:
-        return QAExtractor(name)
+        return QAExtractor(name), None
     except Exception as err:  # offline, missing files, wrong id: any reason is reported alike
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         print(
@@ -197,7 +189,7 @@ def load_qa_model(name: str):
             "Use --no-df1 to skip it, or --qa-model PATH to point to a local copy.",
             file=sys.stderr,
         )
-        return None
+        return None, f"cannot load the QA model ({reason[:160]})"
 
 
 # --- output ----------------------------------------------------------------------------------------
@@ -361,6 +353,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--plot", action="store_true", help="write categories.png (like Figure 4)")
     p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="bootstrap resamples for the 95%% intervals and the comparison (0: none)",
+    )
+    p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the resampling")
+    p.add_argument(
+        "--table-ci", action="store_true", help="put the intervals in table.md/.csv/.tex"
+    )
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="write report.html: summary, comparison, slices and a per-example viewer",
+    )
+    p.add_argument(
         "--show-examples", action="store_true", help="print every example's category and answer"
     )
     p.add_argument(
@@ -371,8 +379,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def report_options(args: argparse.Namespace) -> ReportOptions:
+    """The report steps' options from the command line."""
+    return ReportOptions(
+        score_documents=args.score_documents,
+        bootstrap=args.bootstrap,
+        seed=args.bootstrap_seed,
+        table_ci=args.table_ci,
+        html=args.report,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.bootstrap < 0:
+        print("ambigdocs evaluate: --bootstrap must be 0 or more", file=sys.stderr)
+        return 2
     names = _column_names(args.results)
     try:
         loaded = [load_results(p) for p in args.results]
@@ -384,17 +406,30 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ambigdocs evaluate: {err}", file=sys.stderr)
         return 2
 
-    qa = None if args.no_df1 else load_qa_model(args.qa_model)
+    qa, qa_absent = (
+        (None, "--no-df1 was given") if args.no_df1 else try_load_qa_model(args.qa_model)
+    )
+    qa_record = qa_model_record(args.qa_model, qa, qa_absent)
+    options = report_options(args)
     single = len(args.results) == 1
     columns: dict[str, dict] = {}
-    for name, rows, (records, summary) in zip(names, loaded, scored, strict=True):
+    systems: dict[str, tuple[list[dict], list[dict]]] = {}
+    for name, path, rows, (records, summary) in zip(
+        names, args.results, loaded, scored, strict=True
+    ):
         if qa is not None:
             qa.batch_size = args.qa_batch_size
             add_disambig_f1(rows, records, summary, qa, args.score_documents)
+        try:
+            annotate_summary(summary, rows, records, path, qa_record, options)
+        except ValueError as err:
+            print(f"ambigdocs evaluate: {err}", file=sys.stderr)
+            return 2
         out = args.output_dir if single else args.output_dir / name
         _write_jsonl(out / "per_example.jsonl", records)
         atomic_write_json(out / "summary.json", summary)
         columns[name] = summary
+        systems[name] = (rows, records)
         if args.show_examples:
             print(f"\n{name}:")
             print(format_examples(rows, records, args.labels_field))
@@ -405,12 +440,18 @@ def main(argv: list[str] | None = None) -> int:
 
     if not single:
         atomic_write_json(args.output_dir / "summary.json", columns)
+    try:
+        written = write_report_files(args.output_dir, columns, systems, options)
+    except ValueError as err:
+        print(f"ambigdocs evaluate: {err}", file=sys.stderr)
+        return 2
     print()
     print(format_table(columns))
     if args.plot:
         png = args.output_dir / "categories.png"
         plot_categories(columns, png)
         print(f"\nwrote {png}")
+    print("wrote " + ", ".join(str(p) for p in written))
     print(f"\nscores written to {args.output_dir}/")
     return 0
 

@@ -1,0 +1,307 @@
+"""`report.html`: one self-contained page (no network, works from disk) with the summary table,
+the category chart, the comparison, the slices, the provenance and a per-example viewer.
+
+The static parts are built here as HTML; the examples travel as one JSON block that the page's
+script renders lazily, a screenful at a time, so the page stays quick with the 7,220-example
+test split and several systems (see benchmarks/bench_report.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from html import escape
+from importlib import resources
+from pathlib import Path
+
+from generation.io.records import atomic_write_text
+from generation.report.layout import (
+    CATEGORY_COLOURS,
+    CATEGORY_NAMES,
+    CATEGORY_ORDER,
+    SCORE_FORMATS,
+    SCORE_KEYS,
+    SCORE_LABELS,
+)
+from generation.report.tables import table_rows
+from metric.ambigdocs_metric.scoring import (
+    bare_title,
+    parse_reference,
+    scored_documents,
+    surface_name,
+    tokens_many,
+)
+
+TEMPLATE = "report.html"
+# Score shown per answer in the viewer (the per-example records' fields).
+VIEWER_SCORES = ("answer_recall", "entity_recall", "entity_answer_recall", "disambig_f1")
+VIEWER_LABELS = {
+    "answer_recall": "AR",
+    "entity_recall": "ER",
+    "entity_answer_recall": "EAR",
+    "disambig_f1": "DF1",
+}
+
+
+def load_template() -> str:
+    """The page template shipped in generation/resources/report/."""
+    return (
+        resources.files("generation")
+        .joinpath("resources", "report", TEMPLATE)
+        .read_text(encoding="utf-8")
+    )
+
+
+# --- the examples ------------------------------------------------------------------------------
+
+
+def _highlight_tokens(row: dict, index: int, score_documents: str) -> tuple[list, list, list]:
+    """(gold [[title, answer, scored]], answer strings, entity strings) of one row; the strings
+    are tokenised later in one batch, as the scorer tokenises them."""
+    ref = parse_reference(row, index)
+    try:
+        scored = set(scored_documents(ref, row.get("docs"), score_documents))
+    except ValueError:  # 'shown' without shown documents: nothing was scored
+        scored = set()
+    gold = [[d.title, d.answer, int(d in scored)] for d in ref.documents]
+    answers = [d.answer for d in ref.documents if d in scored]
+    entities = [bare_title(d.title) for d in ref.documents if d in scored]
+    return gold, answers, [surface_name(ref.ambiguous_entity), *entities]
+
+
+def _rounded(value):
+    return None if value is None else round(float(value), 3)
+
+
+def example_payload(
+    systems: dict[str, tuple[Sequence[dict], Sequence[dict]]], score_documents: str = "first5"
+) -> list[dict]:
+    """The viewer's examples: every qid of any system, in the order first seen.
+
+    Args:
+        systems: {name: (rows, per-example records)}, rows and records in the same order.
+        score_documents: the scored gold documents (which answers/entities are highlighted).
+
+    Returns:
+        One dict per question: `q` qid, `question`, `sn`, `gold` [[title, answer, scored]],
+        `ta`/`te` the answer/entity tokens the scorer matches, and `o`: per system, None or
+        [answer, category, *VIEWER_SCORES].
+    """
+    names = list(systems)
+    examples: dict[str, dict] = {}
+    pending = []  # (example, answers, entity strings) to tokenise in one batch
+    for k, name in enumerate(names):
+        rows, records = systems[name]
+        for i, (row, rec) in enumerate(zip(rows, records, strict=True)):
+            qid = str(row.get("qid", f"{name}:{i}"))
+            ex = examples.get(qid)
+            if ex is None:
+                gold, answers, entity_strings = _highlight_tokens(row, i, score_documents)
+                ex = {"q": qid, "question": row["question"], "sn": row["ambiguous_entity"]}
+                ex.update(gold=gold, o=[None] * len(names))
+                examples[qid] = ex
+                pending.append((ex, answers, entity_strings))
+            ex["o"][k] = [
+                row["gen_answer"],
+                rec.get("category"),
+                *(_rounded(rec.get(s)) for s in VIEWER_SCORES),
+            ]
+    _add_tokens(pending)
+    return list(examples.values())
+
+
+def _add_tokens(pending: list) -> None:
+    strings = [s for _, answers, ents in pending for s in (*answers, *ents)]
+    toks = iter(tokens_many(strings))
+    for ex, answers, ents in pending:
+        answer_tokens = {t for _ in answers for t in next(toks)}
+        sn_tokens = set(next(toks))
+        entity_tokens = {t for _ in ents[1:] for t in next(toks)} - sn_tokens
+        ex["ta"] = sorted(answer_tokens)
+        ex["te"] = sorted(entity_tokens)
+
+
+# --- the static sections -----------------------------------------------------------------------
+
+
+def summary_table_html(columns: dict[str, dict]) -> str:
+    """Table 2 with intervals (when computed) under each mean."""
+    names = list(columns)
+    head = "".join(f"<th>{escape(n)}</th>" for n in names)
+    body, in_categories = [], False
+    for key, label, fmt, is_category in table_rows(columns):
+        if is_category and not in_categories:
+            body.append(
+                f'<tr class="group"><th colspan="{len(names) + 1}">Answer category</th></tr>'
+            )
+            in_categories = True
+        cells = "".join(_mean_cell(columns[n], key, fmt) for n in names)
+        body.append(
+            f'<tr><th class="{"sub" if is_category else ""}">{escape(label)}</th>{cells}</tr>'
+        )
+    return f'<table class="grid"><thead><tr><th></th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _mean_cell(summary: dict, key: str, fmt: str) -> str:
+    if key not in summary:
+        return "<td>-</td>"
+    ci = summary.get("ci95", {}).get(key)
+    extra = ""
+    if ci and ci[0] is not None:
+        extra = f'<span class="ci">[{fmt.format(ci[0])}, {fmt.format(ci[1])}]</span>'
+    return f"<td>{fmt.format(summary[key])}{extra}</td>"
+
+
+def category_chart_html(columns: dict[str, dict]) -> str:
+    """The category distribution (the paper's Figure 4) as stacked bars in plain HTML/CSS."""
+    bars = []
+    for name, s in columns.items():
+        parts = []
+        for key in CATEGORY_ORDER:
+            pct = 100 * s.get(key, 0.0)
+            text = f"{pct:.0f}%" if pct >= 6 else ""
+            parts.append(
+                f'<span class="seg" style="width:{pct:.3f}%;background:{CATEGORY_COLOURS[key]}" '
+                f'title="{CATEGORY_NAMES[key]}: {pct:.1f}%">{text}</span>'
+            )
+        bars.append(
+            f'<div class="bar-row"><span class="bar-name">{escape(name)}</span>'
+            f'<span class="bar">{"".join(parts)}</span></div>'
+        )
+    legend = "".join(
+        f'<span class="legend"><i style="background:{CATEGORY_COLOURS[k]}"></i>{CATEGORY_NAMES[k]}</span>'
+        for k in CATEGORY_ORDER
+    )
+    return f'<div class="chart">{"".join(bars)}<div>{legend}</div></div>'
+
+
+def _label(key: str) -> str:
+    return SCORE_LABELS.get(key) or CATEGORY_NAMES.get(key, key)
+
+
+def comparison_html(comparison: dict | None) -> str:
+    """The paired comparison: differences with intervals and p-values, and transitions."""
+    if not comparison or not comparison["comparisons"]:
+        return "<p>Only one results file: nothing to compare.</p>"
+    parts = []
+    for c in comparison["comparisons"]:
+        rows = []
+        for key, s in c["scores"].items():
+            ci = s["ci95"]
+            ci_text = "-" if not ci or ci[0] is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+            p = "-" if s["p_value"] is None else f"{s['p_value']:.4f}"
+            d = "-" if s["difference"] is None else f"{s['difference']:+.3f}"
+            sig = ' class="sig"' if s["p_value"] is not None and s["p_value"] < 0.05 else ""
+            rows.append(
+                f"<tr{sig}><th>{escape(_label(key))}</th><td>{d}</td><td>{ci_text}</td><td>{p}</td><td>{s['n']}</td></tr>"
+            )
+        parts.append(
+            f"<h3>{escape(c['system'])} vs {escape(c['baseline'])}</h3>"
+            f"<p>{c['n_shared']} shared questions; left out: {c['only_in_baseline']} only in "
+            f"{escape(c['baseline'])}, {c['only_in_system']} only in {escape(c['system'])}.</p>"
+            '<table class="grid"><thead><tr><th>Score</th><th>difference</th><th>95% CI</th>'
+            f"<th>p-value</th><th>n</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            f"<p>Category transitions (rows: {escape(c['baseline'])}, columns: {escape(c['system'])})</p>"
+            + _matrix_html(c["transitions"])
+        )
+    return "".join(parts)
+
+
+def _matrix_html(matrix: dict[str, dict[str, int]]) -> str:
+    order = list(matrix)
+    head = "".join(f"<th>{escape(_label(k))}</th>" for k in order)
+    rows = "".join(
+        f"<tr><th>{escape(_label(a))}</th>"
+        + "".join(f'<td class="{"diag" if a == b else ""}">{matrix[a][b]}</td>' for b in order)
+        + "</tr>"
+        for a in order
+    )
+    return (
+        f'<table class="grid"><thead><tr><th></th>{head}</tr></thead><tbody>{rows}</tbody></table>'
+    )
+
+
+def slices_html(slices: dict[str, dict]) -> str:
+    """One table per results file and slice kind: groups down, means across."""
+    titles = {
+        "gold_documents": "By number of gold documents",
+        "setting": "By document setting",
+        "category": "By answer category",
+    }
+    parts = []
+    for name, kinds in slices.items():
+        parts.append(f"<h3>{escape(name)}</h3>")
+        for kind, groups in kinds.items():
+            keys = [
+                k for k in (*SCORE_KEYS, *CATEGORY_ORDER) if any(k in g for g in groups.values())
+            ]
+            head = "".join(f"<th>{escape(_label(k))}</th>" for k in keys)
+            rows = "".join(
+                f"<tr><th>{escape(_label(group))}</th><td>{g['n']}</td>"
+                + "".join(
+                    f"<td>{SCORE_FORMATS.get(k, '{:.3f}').format(g[k]) if k in g else '-'}</td>"
+                    for k in keys
+                )
+                + "</tr>"
+                for group, g in groups.items()
+            )
+            parts.append(
+                f'<h4>{titles.get(kind, kind)}</h4><table class="grid"><thead><tr><th></th><th>n</th>'
+                f"{head}</tr></thead><tbody>{rows}</tbody></table>"
+            )
+    return "".join(parts)
+
+
+def provenance_html(provenance: dict[str, dict]) -> str:
+    """Each file's provenance, folded."""
+    return "".join(
+        f"<details><summary>{escape(name)}</summary><pre>{escape(json.dumps(p, indent=2))}</pre></details>"
+        for name, p in provenance.items()
+    )
+
+
+# --- the page ----------------------------------------------------------------------------------
+
+
+def script_json(obj) -> str:
+    """JSON safe inside a <script> element: no '</' can close it, no '<!--' open a comment."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+
+
+def render_report(
+    columns: dict[str, dict],
+    systems: dict[str, tuple[Sequence[dict], Sequence[dict]]],
+    comparison: dict | None,
+    slices: dict[str, dict],
+    provenance: dict[str, dict],
+    score_documents: str = "first5",
+    title: str = "AmbigDocs evaluation report",
+) -> str:
+    """The whole page as a string (see the module doc)."""
+    data = {
+        "systems": list(systems),
+        "categories": list(CATEGORY_ORDER),
+        "categoryNames": CATEGORY_NAMES,
+        "categoryColours": CATEGORY_COLOURS,
+        "scoreLabels": [VIEWER_LABELS[s] for s in VIEWER_SCORES],
+        "examples": example_payload(systems, score_documents),
+    }
+    values = {
+        "TITLE": escape(title),
+        "SUMMARY": summary_table_html(columns),
+        "CHART": category_chart_html(columns),
+        "COMPARISON": comparison_html(comparison),
+        "SLICES": slices_html(slices),
+        "PROVENANCE": provenance_html(provenance),
+        "DATA": script_json(data),
+    }
+    # One pass: text put in by one placeholder is never read for another.
+    return re.sub(r"\{\{([A-Z]+)\}\}", lambda m: values[m.group(1)], load_template())
+
+
+def write_report(path: Path, **kwargs) -> Path:
+    """Writes `render_report(**kwargs)` to `path`."""
+    atomic_write_text(path, render_report(**kwargs))
+    return path
