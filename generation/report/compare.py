@@ -185,7 +185,7 @@ def format_comparison_markdown(comparison: dict) -> str:
             ci = s["ci95"]
             ci_text = "-" if not ci or ci[0] is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
             lines.append(
-                f"| {_label(key)} | {_num(s['baseline'], '{:.3f}')} | "
+                f"| {_label(key).replace('|', chr(92) + '|')} | {_num(s['baseline'], '{:.3f}')} | "
                 f"{_num(s['system'], '{:.3f}')} | {_num(s['difference'])} | {ci_text} | "
                 f"{_num(s['p_value'], '{:.4f}')} |"
             )

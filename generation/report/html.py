@@ -89,18 +89,23 @@ def example_payload(
         [answer, category, *VIEWER_SCORES].
     """
     names = list(systems)
-    examples: dict[str, dict] = {}
+    examples: dict[tuple[str, int], dict] = {}
     pending = []  # (example, answers, entity strings) to tokenise in one batch
     for k, name in enumerate(names):
         rows, records = systems[name]
+        seen: dict[str, int] = {}
         for i, (row, rec) in enumerate(zip(rows, records, strict=True)):
             qid = str(row.get("qid", f"{name}:{i}"))
-            ex = examples.get(qid)
+            # A qid repeated within a file (several answers to one question, as in the bundled
+            # sample) is one example per occurrence, paired with the same occurrence elsewhere.
+            seen[qid] = seen.get(qid, 0) + 1
+            key = (qid, seen[qid])
+            ex = examples.get(key)
             if ex is None:
                 gold, answers, entity_strings = _highlight_tokens(row, i, score_documents)
                 ex = {"q": qid, "question": row["question"], "sn": row["ambiguous_entity"]}
                 ex.update(gold=gold, o=[None] * len(names))
-                examples[qid] = ex
+                examples[key] = ex
                 pending.append((ex, answers, entity_strings))
             ex["o"][k] = [
                 row["gen_answer"],
