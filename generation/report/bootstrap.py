@@ -10,11 +10,15 @@ always describe the same population.
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from generation.report.layout import CATEGORY_ORDER, SCORE_KEYS
 
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy is imported where the resampling needs it: `--bootstrap 0` (and the plain means of the
+# slices) keep `ambigdocs evaluate` free of it, as the scorer is.
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 0
 LEVEL = 0.95
@@ -28,6 +32,8 @@ def value_matrix(records: Sequence[dict], keys: Sequence[str]) -> tuple[np.ndarr
     A score key takes the record's value; a category key the indicator of that category.
     `defined` is 1 where the value counts towards the mean (0 for None, or no category).
     """
+    import numpy as np
+
     values = np.zeros((len(records), len(keys)))
     defined = np.zeros((len(records), len(keys)))
     for j, key in enumerate(keys):
@@ -49,6 +55,8 @@ def summary_keys(summary: dict) -> list[str]:
 
 def resample_weights(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
     """How often each of `n` examples is drawn in each of `size` resamples: (size x n)."""
+    import numpy as np
+
     draws = rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]
     return np.bincount(draws.ravel(), minlength=size * n).reshape(size, n).astype(float)
 
@@ -58,6 +66,8 @@ def resampled_means(
 ) -> np.ndarray:
     """The means of every column in each resample: (n_resamples x keys); NaN where a resample
     drew no example with a defined value."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     n = values.shape[0]
     weighted = values * defined
@@ -71,6 +81,8 @@ def resampled_means(
 
 def percentile_interval(samples: np.ndarray, level: float = LEVEL) -> list[list[float | None]]:
     """The percentile interval of each column, ignoring NaN; [None, None] for an empty one."""
+    import numpy as np
+
     tail = 100 * (1 - level) / 2
     out = []
     for column in samples.T:
@@ -111,7 +123,12 @@ def bootstrap_ci(
 
 def point_means(records: Sequence[dict], keys: Sequence[str]) -> dict[str, float | None]:
     """The mean of each key over the records where it is defined (None where nowhere)."""
-    values, defined = value_matrix(records, keys)
-    counts = defined.sum(axis=0)
-    sums = (values * defined).sum(axis=0)
-    return {k: (float(s / c) if c else None) for k, s, c in zip(keys, sums, counts, strict=True)}
+    out = {}
+    for key in keys:
+        if key in CATEGORY_ORDER:
+            cats = [c for c in (rec.get("category") for rec in records) if c is not None]
+            out[key] = sum(c == key for c in cats) / len(cats) if cats else None
+        else:
+            values = [v for v in (rec.get(key) for rec in records) if v is not None]
+            out[key] = sum(values) / len(values) if values else None
+    return out

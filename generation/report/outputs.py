@@ -8,7 +8,6 @@ from pathlib import Path
 
 from generation.io.records import atomic_write_json, atomic_write_text
 from generation.report.bootstrap import LEVEL, bootstrap_ci, summary_keys
-from generation.report.compare import compare_files, format_comparison_markdown
 from generation.report.provenance import answer_run_settings, build_provenance
 from generation.report.slices import compute_slices
 from generation.report.tables import write_tables
@@ -79,6 +78,8 @@ def write_report_files(
     paths = write_tables(columns, out_dir, options.table_ci)
     comparison = None
     if len(systems) > 1:
+        from generation.report.compare import compare_files, format_comparison_markdown
+
         records = {name: recs for name, (_, recs) in systems.items()}
         comparison = compare_files(records, options.bootstrap, options.seed)
         atomic_write_json(out_dir / "comparison.json", comparison)

@@ -1,0 +1,185 @@
+"""Slices, table files, provenance and the report page's data (generation/report/)."""
+
+import csv
+import subprocess
+import sys
+import hashlib
+import io
+import json
+from argparse import Namespace
+from pathlib import Path
+
+import pytest
+from test_evaluate_cli import random_results
+
+import generation
+from generation.answering.answer import meta_path
+from generation.report.evaluate import evaluate_rows, main
+from generation.report.html import example_payload, render_report, script_json
+from generation.report.provenance import file_sha256, folder_sha256, qa_model_record
+from generation.report.slices import compute_slices, gold_bin
+from generation.report.tables import format_csv, format_latex, format_markdown
+
+
+def test_gold_bins():
+    assert [gold_bin(m) for m in (2, 3, 4, 5, 6, 10)] == ["2", "3", "4-5", "4-5", "6+", "6+"]
+
+
+def test_slices_agree_with_scoring_each_subset_alone():
+    rows = random_results(300, seed=4)
+    for i, row in enumerate(rows):
+        row["setting"] = "gold-only" if i % 3 else "retrieved-only"
+    records, _ = evaluate_rows(rows)
+    slices = compute_slices(rows, records)
+    assert sum(g["n"] for g in slices["gold_documents"].values()) == 300
+    for label, group in slices["gold_documents"].items():
+        subset = [r for r in rows if gold_bin(len(r["documents"])) == label]
+        _, want = evaluate_rows(subset)
+        assert group["n"] == len(subset)
+        for key in ("answer_recall", "entity_answer_recall", "k_precision", "complete", "merged"):
+            assert group[key] == pytest.approx(want[key]), (label, key)
+    _, want = evaluate_rows([r for r in rows if r["setting"] == "retrieved-only"])
+    assert slices["setting"]["retrieved-only"]["answer_recall"] == pytest.approx(
+        want["answer_recall"]
+    )
+    merged = [rec for rec in records if rec["category"] == "merged"]
+    assert slices["category"]["merged"]["n"] == len(merged)
+    assert slices["category"]["merged"]["entity_recall"] == pytest.approx(
+        sum(r["entity_recall"] for r in merged) / len(merged)
+    )
+
+
+def test_setting_slice_from_the_run_or_absent():
+    rows = random_results(20)
+    records, _ = evaluate_rows(rows)
+    assert "setting" not in compute_slices(rows, records)
+    assert list(compute_slices(rows, records, "gold-retrieved")["setting"]) == ["gold-retrieved"]
+
+
+COLUMNS = {
+    "model_a": {"answer_recall": 0.5, "answer_length": 20.25, "complete": 0.25, "partial": 0.75,
+                "no_answer": 0.0, "ambiguous": 0.0, "merged": 0.0,
+                "ci95": {"answer_recall": [0.4, 0.6], "complete": [0.1, 0.3]}},
+    "b&c": {"answer_recall": 0.7, "answer_length": 30.0, "complete": 0.5, "partial": 0.5,
+            "no_answer": 0.0, "ambiguous": 0.0, "merged": 0.0, "ci95": {}},
+}
+
+
+def test_table_files():
+    md = format_markdown(COLUMNS, with_ci=True).splitlines()
+    assert md[0] == "| | model_a | b&c |"
+    assert "| Answer Recall | 0.500 [0.400, 0.600] | 0.700 |" in md
+    assert "| Answer Length (\\|y\\|) | 20.2 | 30.0 |" in md
+    assert "0.250 [0.100, 0.300]" in md[-5]
+    rows = list(csv.reader(io.StringIO(format_csv(COLUMNS, with_ci=True))))
+    assert rows[0] == ["metric", "model_a", "model_a ci95 low", "model_a ci95 high", "b&c",
+                       "b&c ci95 low", "b&c ci95 high"]
+    assert rows[2] == ["Answer Recall", "0.5", "0.4", "0.6", "0.7", "", ""]
+    assert rows[3][0] == "Answer category: Complete"
+    tex = format_latex(COLUMNS, with_ci=True)
+    assert tex.startswith("\\begin{tabular}{lrr}\n\\toprule\n & model\\_a & b\\&c \\\\\n\\midrule")
+    assert "Answer Length ($|y|$) & 20.2 & 30.0 \\\\" in tex
+    assert "Answer Recall & 0.500 {\\scriptsize[0.400, 0.600]} & 0.700 \\\\" in tex
+    assert tex.rstrip().endswith("\\bottomrule\n\\end{tabular}")
+    assert "[" not in format_markdown(COLUMNS)
+
+
+def test_provenance_digests(tmp_path):
+    f = tmp_path / "x.bin"
+    f.write_bytes(b"abc" * 1_000_000)
+    assert file_sha256(f) == hashlib.sha256(b"abc" * 1_000_000).hexdigest()
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    first = qa_model_record(str(model), qa=object(), absent_reason=None)
+    (model / "config.json").write_text('{"a": 1}')
+    assert first["local_sha256"] != folder_sha256(model) and first["used"]
+    hub = qa_model_record("org/qa", Namespace(model=Namespace(config=Namespace(_commit_hash="abc"))), None)
+    assert hub["revision"] == "abc"
+    assert qa_model_record("org/qa", None, "offline")["reason"] == "offline"
+
+
+def test_provenance_in_summary_with_the_answer_run(tmp_path):
+    results = tmp_path / "run.jsonl"
+    rows = random_results(30)
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    meta = {"model": "tiny", "setting": "gold-retrieved", "seed": 7, "prompt_format": "plain"}
+    meta_path(results).write_text(json.dumps(meta))
+    assert main([str(results), "--output-dir", str(tmp_path / "o"), "--no-df1",
+                 "--bootstrap", "50", "--bootstrap-seed", "3"]) == 0
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    p = summary["provenance"]
+    assert p["toolkit_version"] == generation.__version__
+    assert p["input"] == {"path": str(results.resolve()), "sha256": file_sha256(results)}
+    assert p["answer_run"] == meta and p["score_documents"] == "first5"
+    assert p["qa_model"]["used"] is False and "--no-df1" in p["qa_model"]["reason"]
+    assert p["bootstrap"]["resamples"] == 50 and p["bootstrap"]["seed"] == 3
+    assert "numpy" in p["libraries"] and "python" in p["libraries"]
+    assert list(summary["slices"]["setting"]) == ["gold-retrieved"]
+    for key, (low, high) in summary["ci95"].items():
+        assert low <= summary[key] <= high, key
+
+
+def test_malformed_meta_file_is_a_one_line_error(tmp_path, capsys):
+    results = tmp_path / "run.jsonl"
+    results.write_text(json.dumps(random_results(2)[0]) + "\n")
+    meta_path(results).write_text("{not json")
+    assert main([str(results), "--output-dir", str(tmp_path / "o"), "--no-df1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("ambigdocs evaluate:") and "run.jsonl.meta.json" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_payload_pairs_systems_and_repeated_qids(sample_dir):
+    rows = json.loads((sample_dir / "answers.json").read_text())  # qids 0 and 1, five times each
+    records, _ = evaluate_rows(rows)
+    other = [dict(r, gen_answer="Charles Bernard Day: Alabama") for r in rows[:3]]
+    other_records, _ = evaluate_rows(other)
+    payload = example_payload({"a": (rows, records), "b": (other, other_records)})
+    assert len(payload) == 10 and [e["q"] for e in payload] == [str(r["qid"]) for r in rows]
+    assert [e["o"][0][0] for e in payload] == [r["gen_answer"] for r in rows]
+    assert [e["o"][1] is not None for e in payload] == [True] * 3 + [False] * 7
+    first = payload[0]
+    assert first["o"][1][1] == other_records[0]["category"]
+    assert "alabama" in first["ta"] and "charles" in first["te"]
+    assert "judge" not in first["te"]  # the surface name's words never name the entity
+
+
+def test_page_is_self_contained_and_escapes_its_data(sample_dir):
+    rows = json.loads((sample_dir / "answers.json").read_text())
+    rows[0] = dict(rows[0], gen_answer="</script><script>alert(1)</script> Ohio")
+    records, summary = evaluate_rows(rows)
+    page = render_report(columns={"s": summary}, systems={"s": (rows, records)},
+                         comparison=None, slices={}, provenance={})
+    assert page.count("</script>") == 2  # the data block's and the viewer's, nothing else
+    assert "http://" not in page and "https://" not in page
+    assert "{{" not in page
+    assert json.loads(script_json({"x": "</b><!--"}).replace("<\\/", "</").replace("<\\!", "<!")) == {"x": "</b><!--"}
+
+
+def test_cli_writes_every_report_file(tmp_path):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    rows = random_results(40, seed=1)
+    a.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    b.write_text("".join(json.dumps(r) + "\n" for r in random_results(45, seed=2)[5:]))
+    out = tmp_path / "out"
+    assert main([str(a), str(b), "--output-dir", str(out), "--no-df1", "--report",
+                 "--table-ci", "--bootstrap", "100"]) == 0
+    names = {p.name for p in out.iterdir()}
+    assert {"table.md", "table.csv", "table.tex", "comparison.json", "comparison.md",
+            "report.html", "summary.json", "a", "b"} <= names
+    comparison = json.loads((out / "comparison.json").read_text())["comparisons"][0]
+    assert (comparison["n_shared"], comparison["only_in_baseline"]) == (35, 5)
+    assert "[" in (out / "table.md").read_text()
+    assert (out / "report.html").stat().st_size > 10_000
+
+
+def test_default_intervals_import_numpy_only(sample_dir, tmp_path):
+    code = (
+        "import sys; from generation.report.evaluate import main; "
+        f"main([{str(sample_dir / 'answers.json')!r}, '--output-dir', {str(tmp_path)!r}, "
+        "'--no-df1', '--report']); "
+        "print([m for m in ('torch', 'transformers', 'datasets', 'evaluate') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
