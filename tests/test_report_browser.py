@@ -25,8 +25,10 @@ def report(tmp_path_factory):
     out = tmp / "out"
     args = [str(tmp / "alpha.jsonl"), str(tmp / "beta.jsonl"), "--output-dir", str(out)]
     assert main([*args, "--no-df1", "--report", "--bootstrap", "100"]) == 0
-    per = {n: [json.loads(x) for x in (out / n / "per_example.jsonl").read_text().splitlines()]
-           for n in ("alpha", "beta")}
+    per = {
+        n: [json.loads(x) for x in (out / n / "per_example.jsonl").read_text().splitlines()]
+        for n in ("alpha", "beta")
+    }
     return out / "report.html", per
 
 

@@ -1,13 +1,12 @@
 """Slices, table files, provenance and the report page's data (generation/report/)."""
 
 import csv
-import subprocess
-import sys
 import hashlib
 import io
 import json
+import subprocess
+import sys
 from argparse import Namespace
-from pathlib import Path
 
 import pytest
 from test_evaluate_cli import random_results
@@ -57,11 +56,26 @@ def test_setting_slice_from_the_run_or_absent():
 
 
 COLUMNS = {
-    "model_a": {"answer_recall": 0.5, "answer_length": 20.25, "complete": 0.25, "partial": 0.75,
-                "no_answer": 0.0, "ambiguous": 0.0, "merged": 0.0,
-                "ci95": {"answer_recall": [0.4, 0.6], "complete": [0.1, 0.3]}},
-    "b&c": {"answer_recall": 0.7, "answer_length": 30.0, "complete": 0.5, "partial": 0.5,
-            "no_answer": 0.0, "ambiguous": 0.0, "merged": 0.0, "ci95": {}},
+    "model_a": {
+        "answer_recall": 0.5,
+        "answer_length": 20.25,
+        "complete": 0.25,
+        "partial": 0.75,
+        "no_answer": 0.0,
+        "ambiguous": 0.0,
+        "merged": 0.0,
+        "ci95": {"answer_recall": [0.4, 0.6], "complete": [0.1, 0.3]},
+    },
+    "b&c": {
+        "answer_recall": 0.7,
+        "answer_length": 30.0,
+        "complete": 0.5,
+        "partial": 0.5,
+        "no_answer": 0.0,
+        "ambiguous": 0.0,
+        "merged": 0.0,
+        "ci95": {},
+    },
 }
 
 
@@ -72,8 +86,15 @@ def test_table_files():
     assert "| Answer Length (\\|y\\|) | 20.2 | 30.0 |" in md
     assert "0.250 [0.100, 0.300]" in md[-5]
     rows = list(csv.reader(io.StringIO(format_csv(COLUMNS, with_ci=True))))
-    assert rows[0] == ["metric", "model_a", "model_a ci95 low", "model_a ci95 high", "b&c",
-                       "b&c ci95 low", "b&c ci95 high"]
+    assert rows[0] == [
+        "metric",
+        "model_a",
+        "model_a ci95 low",
+        "model_a ci95 high",
+        "b&c",
+        "b&c ci95 low",
+        "b&c ci95 high",
+    ]
     assert rows[2] == ["Answer Recall", "0.5", "0.4", "0.6", "0.7", "", ""]
     assert rows[3][0] == "Answer category: Complete"
     tex = format_latex(COLUMNS, with_ci=True)
@@ -94,7 +115,9 @@ def test_provenance_digests(tmp_path):
     first = qa_model_record(str(model), qa=object(), absent_reason=None)
     (model / "config.json").write_text('{"a": 1}')
     assert first["local_sha256"] != folder_sha256(model) and first["used"]
-    hub = qa_model_record("org/qa", Namespace(model=Namespace(config=Namespace(_commit_hash="abc"))), None)
+    hub = qa_model_record(
+        "org/qa", Namespace(model=Namespace(config=Namespace(_commit_hash="abc"))), None
+    )
     assert hub["revision"] == "abc"
     assert qa_model_record("org/qa", None, "offline")["reason"] == "offline"
 
@@ -105,8 +128,21 @@ def test_provenance_in_summary_with_the_answer_run(tmp_path):
     results.write_text("".join(json.dumps(r) + "\n" for r in rows))
     meta = {"model": "tiny", "setting": "gold-retrieved", "seed": 7, "prompt_format": "plain"}
     meta_path(results).write_text(json.dumps(meta))
-    assert main([str(results), "--output-dir", str(tmp_path / "o"), "--no-df1",
-                 "--bootstrap", "50", "--bootstrap-seed", "3"]) == 0
+    assert (
+        main(
+            [
+                str(results),
+                "--output-dir",
+                str(tmp_path / "o"),
+                "--no-df1",
+                "--bootstrap",
+                "50",
+                "--bootstrap-seed",
+                "3",
+            ]
+        )
+        == 0
+    )
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     p = summary["provenance"]
     assert p["toolkit_version"] == generation.__version__
@@ -149,12 +185,19 @@ def test_page_is_self_contained_and_escapes_its_data(sample_dir):
     rows = json.loads((sample_dir / "answers.json").read_text())
     rows[0] = dict(rows[0], gen_answer="</script><script>alert(1)</script> Ohio")
     records, summary = evaluate_rows(rows)
-    page = render_report(columns={"s": summary}, systems={"s": (rows, records)},
-                         comparison=None, slices={}, provenance={})
+    page = render_report(
+        columns={"s": summary},
+        systems={"s": (rows, records)},
+        comparison=None,
+        slices={},
+        provenance={},
+    )
     assert page.count("</script>") == 2  # the data block's and the viewer's, nothing else
     assert "http://" not in page and "https://" not in page
     assert "{{" not in page
-    assert json.loads(script_json({"x": "</b><!--"}).replace("<\\/", "</").replace("<\\!", "<!")) == {"x": "</b><!--"}
+    assert json.loads(
+        script_json({"x": "</b><!--"}).replace("<\\/", "</").replace("<\\!", "<!")
+    ) == {"x": "</b><!--"}
 
 
 def test_cli_writes_every_report_file(tmp_path):
@@ -163,11 +206,34 @@ def test_cli_writes_every_report_file(tmp_path):
     a.write_text("".join(json.dumps(r) + "\n" for r in rows))
     b.write_text("".join(json.dumps(r) + "\n" for r in random_results(45, seed=2)[5:]))
     out = tmp_path / "out"
-    assert main([str(a), str(b), "--output-dir", str(out), "--no-df1", "--report",
-                 "--table-ci", "--bootstrap", "100"]) == 0
+    assert (
+        main(
+            [
+                str(a),
+                str(b),
+                "--output-dir",
+                str(out),
+                "--no-df1",
+                "--report",
+                "--table-ci",
+                "--bootstrap",
+                "100",
+            ]
+        )
+        == 0
+    )
     names = {p.name for p in out.iterdir()}
-    assert {"table.md", "table.csv", "table.tex", "comparison.json", "comparison.md",
-            "report.html", "summary.json", "a", "b"} <= names
+    assert {
+        "table.md",
+        "table.csv",
+        "table.tex",
+        "comparison.json",
+        "comparison.md",
+        "report.html",
+        "summary.json",
+        "a",
+        "b",
+    } <= names
     comparison = json.loads((out / "comparison.json").read_text())["comparisons"][0]
     assert (comparison["n_shared"], comparison["only_in_baseline"]) == (35, 5)
     assert "[" in (out / "table.md").read_text()

@@ -93,11 +93,18 @@ def test_compared_on_shared_qids_and_left_out_counted():
     assert (c["n_shared"], c["only_in_baseline"], c["only_in_system"]) == (6, 4, 2)
     shared_a = [r for r in a if r["qid"] >= 4]
     shared_b = [r for r in b if r["qid"] < 10]
-    want = sum(y["answer_recall"] - x["answer_recall"] for x, y in zip(shared_a, shared_b)) / 6
+    want = (
+        sum(
+            y["answer_recall"] - x["answer_recall"] for x, y in zip(shared_a, shared_b, strict=True)
+        )
+        / 6
+    )
     assert c["scores"]["answer_recall"]["difference"] == pytest.approx(want)
     # k_precision is None for some examples: only pairs where both have it count.
     both = [
-        (x, y) for x, y in zip(shared_a, shared_b) if None not in (x["k_precision"], y["k_precision"])
+        (x, y)
+        for x, y in zip(shared_a, shared_b, strict=True)
+        if None not in (x["k_precision"], y["k_precision"])
     ]
     assert c["scores"]["k_precision"]["n"] == len(both)
     assert sum(sum(row.values()) for row in c["transitions"].values()) == 6
