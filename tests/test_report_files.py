@@ -9,6 +9,7 @@ import sys
 from argparse import Namespace
 
 import pytest
+from test_disambig_f1 import tiny_qa  # noqa: F401  (a fixture, used by name)
 from test_evaluate_cli import random_results
 
 import generation
@@ -195,9 +196,9 @@ def test_page_is_self_contained_and_escapes_its_data(sample_dir):
     assert page.count("</script>") == 2  # the data block's and the viewer's, nothing else
     assert "http://" not in page and "https://" not in page
     assert "{{" not in page
-    assert json.loads(
-        script_json({"x": "</b><!--"}).replace("<\\/", "</").replace("<\\!", "<!")
-    ) == {"x": "</b><!--"}
+    text = script_json({"x": "</b><!-- <script>"})
+    assert "<" not in text and json.loads(text) == {"x": "</b><!-- <script>"}
+    assert page_data(page)["examples"][0]["o"][0][0].startswith("</script><script>alert(1)")
 
 
 def test_cli_writes_every_report_file(tmp_path):
@@ -249,3 +250,29 @@ def test_default_intervals_import_numpy_only(sample_dir, tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.slow
+def test_disambig_f1_gets_an_interval_and_its_model_a_digest(tiny_qa, sample_dir, tmp_path):  # noqa: F811
+    _, _, model_dir = tiny_qa
+    args = [str(sample_dir / "answers.json"), "--output-dir", str(tmp_path), "--report"]
+    assert main([*args, "--qa-model", str(model_dir), "--bootstrap", "200"]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    low, high = summary["ci95"]["disambig_f1"]
+    assert low <= summary["disambig_f1"] <= high
+    qa = summary["provenance"]["qa_model"]
+    assert qa == {"name": str(model_dir), "used": True, "local_sha256": folder_sha256(model_dir)}
+    assert "disambig_f1" in summary["slices"]["gold_documents"]["2"]
+    examples = page_data((tmp_path / "report.html").read_text())["examples"]
+    per_example = [
+        json.loads(x) for x in (tmp_path / "per_example.jsonl").read_text().split("\n")[:-1]
+    ]
+    shown_df1 = [ex["o"][0][5] for ex in examples]  # answer, category, AR, ER, EAR, DF1
+    assert shown_df1 == [pytest.approx(r["disambig_f1"], abs=5e-4) for r in per_example]
+
+
+def page_data(page: str) -> dict:
+    """The examples block of a report page."""
+    start = page.index('<script id="report-data" type="application/json">')
+    body = page[page.index(">", start) + 1 : page.index("</script>", start)]
+    return json.loads(body)

@@ -270,9 +270,10 @@ def provenance_html(provenance: dict[str, dict]) -> str:
 
 
 def script_json(obj) -> str:
-    """JSON safe inside a <script> element: no '</' can close it, no '<!--' open a comment."""
+    """JSON safe inside a <script> element: with every "<" written as an escape, no "</script>"
+    can close it and no "<!--" change how the browser reads it."""
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+    return text.replace("<", "\\u003c")
 
 
 def render_report(
