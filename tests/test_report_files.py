@@ -276,3 +276,12 @@ def page_data(page: str) -> dict:
     start = page.index('<script id="report-data" type="application/json">')
     body = page[page.index(">", start) + 1 : page.index("</script>", start)]
     return json.loads(body)
+
+
+def test_bad_report_input_is_a_one_line_error(sample_dir, tmp_path, capsys):
+    sample = str(sample_dir / "answers.json")  # qids 0 and 1, five answers each
+    assert main([sample, "--output-dir", str(tmp_path / "a"), "--no-df1", "--bootstrap", "-1"]) == 2
+    assert capsys.readouterr().err.strip() == "ambigdocs evaluate: --bootstrap must be 0 or more"
+    assert main([sample, sample, "--output-dir", str(tmp_path / "b"), "--no-df1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("ambigdocs evaluate: answers: qid 0 appears twice; comparison needs unique qids")
