@@ -130,22 +130,34 @@ def _add_tokens(pending: list) -> None:
 # --- the static sections -----------------------------------------------------------------------
 
 
+def _grid(header: Sequence[str], rows: Sequence[str]) -> str:
+    """A table from header cells and row HTML (both already escaped)."""
+    head = "".join(f"<th>{h}</th>" for h in header)
+    return (
+        f'<table class="grid"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
+def _row(label: str, cells: Sequence[str], cls: str = "", label_cls: str = "") -> str:
+    """A row: an escaped label, then cells given as <td> HTML or as text to put in one."""
+    tds = "".join(c if c.startswith("<td") else f"<td>{c}</td>" for c in cells)
+    attr = f' class="{cls}"' if cls else ""
+    th_attr = f' class="{label_cls}"' if label_cls else ""
+    return f"<tr{attr}><th{th_attr}>{escape(label)}</th>{tds}</tr>"
+
+
 def summary_table_html(columns: dict[str, dict]) -> str:
     """Table 2 with intervals (when computed) under each mean."""
     names = list(columns)
-    head = "".join(f"<th>{escape(n)}</th>" for n in names)
     body, in_categories = [], False
     for key, label, fmt, is_category in table_rows(columns):
         if is_category and not in_categories:
-            body.append(
-                f'<tr class="group"><th colspan="{len(names) + 1}">Answer category</th></tr>'
-            )
+            span = len(names) + 1
+            body.append(f'<tr class="group"><th colspan="{span}">Answer category</th></tr>')
             in_categories = True
-        cells = "".join(_mean_cell(columns[n], key, fmt) for n in names)
-        body.append(
-            f'<tr><th class="{"sub" if is_category else ""}">{escape(label)}</th>{cells}</tr>'
-        )
-    return f'<table class="grid"><thead><tr><th></th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+        cells = [_mean_cell(columns[n], key, fmt) for n in names]
+        body.append(_row(label, cells, label_cls="sub" if is_category else ""))
+    return _grid(["", *map(escape, names)], body)
 
 
 def _mean_cell(summary: dict, key: str, fmt: str) -> str:
@@ -175,7 +187,8 @@ def category_chart_html(columns: dict[str, dict]) -> str:
             f'<span class="bar">{"".join(parts)}</span></div>'
         )
     legend = "".join(
-        f'<span class="legend"><i style="background:{CATEGORY_COLOURS[k]}"></i>{CATEGORY_NAMES[k]}</span>'
+        f'<span class="legend"><i style="background:{CATEGORY_COLOURS[k]}"></i>'
+        f"{CATEGORY_NAMES[k]}</span>"
         for k in CATEGORY_ORDER
     )
     return f'<div class="chart">{"".join(bars)}<div>{legend}</div></div>'
@@ -185,55 +198,55 @@ def _label(key: str) -> str:
     return SCORE_LABELS.get(key) or CATEGORY_NAMES.get(key, key)
 
 
+def _difference_row(key: str, s: dict) -> str:
+    ci = s["ci95"]
+    ci_text = "-" if not ci or ci[0] is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+    p = "-" if s["p_value"] is None else f"{s['p_value']:.4f}"
+    d = "-" if s["difference"] is None else f"{s['difference']:+.3f}"
+    significant = s["p_value"] is not None and s["p_value"] < 0.05
+    return _row(_label(key), [d, ci_text, p, str(s["n"])], cls="sig" if significant else "")
+
+
 def comparison_html(comparison: dict | None) -> str:
     """The paired comparison: differences with intervals and p-values, and transitions."""
     if not comparison or not comparison["comparisons"]:
         return "<p>Only one results file: nothing to compare.</p>"
     parts = []
     for c in comparison["comparisons"]:
-        rows = []
-        for key, s in c["scores"].items():
-            ci = s["ci95"]
-            ci_text = "-" if not ci or ci[0] is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
-            p = "-" if s["p_value"] is None else f"{s['p_value']:.4f}"
-            d = "-" if s["difference"] is None else f"{s['difference']:+.3f}"
-            sig = ' class="sig"' if s["p_value"] is not None and s["p_value"] < 0.05 else ""
-            rows.append(
-                f"<tr{sig}><th>{escape(_label(key))}</th><td>{d}</td><td>{ci_text}</td><td>{p}</td><td>{s['n']}</td></tr>"
-            )
-        parts.append(
-            f"<h3>{escape(c['system'])} vs {escape(c['baseline'])}</h3>"
+        base, system = escape(c["baseline"]), escape(c["system"])
+        rows = [_difference_row(key, s) for key, s in c["scores"].items()]
+        parts += [
+            f"<h3>{system} vs {base}</h3>",
             f"<p>{c['n_shared']} shared questions; left out: {c['only_in_baseline']} only in "
-            f"{escape(c['baseline'])}, {c['only_in_system']} only in {escape(c['system'])}.</p>"
-            '<table class="grid"><thead><tr><th>Score</th><th>difference</th><th>95% CI</th>'
-            f"<th>p-value</th><th>n</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
-            f"<p>Category transitions (rows: {escape(c['baseline'])}, columns: {escape(c['system'])})</p>"
-            + _matrix_html(c["transitions"])
-        )
+            f"{base}, {c['only_in_system']} only in {system}.</p>",
+            _grid(["Score", "difference", "95% CI", "p-value", "n"], rows),
+            f"<p>Category transitions (rows: {base}, columns: {system})</p>",
+            _matrix_html(c["transitions"]),
+        ]
     return "".join(parts)
 
 
 def _matrix_html(matrix: dict[str, dict[str, int]]) -> str:
     order = list(matrix)
-    head = "".join(f"<th>{escape(_label(k))}</th>" for k in order)
-    rows = "".join(
-        f"<tr><th>{escape(_label(a))}</th>"
-        + "".join(f'<td class="{"diag" if a == b else ""}">{matrix[a][b]}</td>' for b in order)
-        + "</tr>"
+    rows = [
+        _row(
+            _label(a),
+            [f'<td class="{"diag" if a == b else ""}">{matrix[a][b]}</td>' for b in order],
+        )
         for a in order
-    )
-    return (
-        f'<table class="grid"><thead><tr><th></th>{head}</tr></thead><tbody>{rows}</tbody></table>'
-    )
+    ]
+    return _grid(["", *(escape(_label(k)) for k in order)], rows)
+
+
+SLICE_TITLES = {
+    "gold_documents": "By number of gold documents",
+    "setting": "By document setting",
+    "category": "By answer category",
+}
 
 
 def slices_html(slices: dict[str, dict]) -> str:
     """One table per results file and slice kind: groups down, means across."""
-    titles = {
-        "gold_documents": "By number of gold documents",
-        "setting": "By document setting",
-        "category": "By answer category",
-    }
     parts = []
     for name, kinds in slices.items():
         parts.append(f"<h3>{escape(name)}</h3>")
@@ -241,27 +254,24 @@ def slices_html(slices: dict[str, dict]) -> str:
             keys = [
                 k for k in (*SCORE_KEYS, *CATEGORY_ORDER) if any(k in g for g in groups.values())
             ]
-            head = "".join(f"<th>{escape(_label(k))}</th>" for k in keys)
-            rows = "".join(
-                f"<tr><th>{escape(_label(group))}</th><td>{g['n']}</td>"
-                + "".join(
-                    f"<td>{SCORE_FORMATS.get(k, '{:.3f}').format(g[k]) if k in g else '-'}</td>"
-                    for k in keys
-                )
-                + "</tr>"
+            rows = [
+                _row(_label(group), [str(g["n"]), *(_slice_cell(g, k) for k in keys)])
                 for group, g in groups.items()
-            )
-            parts.append(
-                f'<h4>{titles.get(kind, kind)}</h4><table class="grid"><thead><tr><th></th><th>n</th>'
-                f"{head}</tr></thead><tbody>{rows}</tbody></table>"
-            )
+            ]
+            header = ["", "n", *(escape(_label(k)) for k in keys)]
+            parts += [f"<h4>{SLICE_TITLES.get(kind, escape(kind))}</h4>", _grid(header, rows)]
     return "".join(parts)
+
+
+def _slice_cell(group: dict, key: str) -> str:
+    return SCORE_FORMATS.get(key, "{:.3f}").format(group[key]) if key in group else "-"
 
 
 def provenance_html(provenance: dict[str, dict]) -> str:
     """Each file's provenance, folded."""
     return "".join(
-        f"<details><summary>{escape(name)}</summary><pre>{escape(json.dumps(p, indent=2))}</pre></details>"
+        f"<details><summary>{escape(name)}</summary>"
+        f"<pre>{escape(json.dumps(p, indent=2))}</pre></details>"
         for name, p in provenance.items()
     )
 
