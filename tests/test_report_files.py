@@ -6,7 +6,6 @@ import io
 import json
 import subprocess
 import sys
-from argparse import Namespace
 
 import pytest
 from test_disambig_f1 import tiny_qa  # noqa: F401  (a fixture, used by name)
@@ -16,7 +15,12 @@ import generation
 from generation.answering.answer import meta_path
 from generation.report.evaluate import evaluate_rows, main
 from generation.report.html import example_payload, render_report, script_json
-from generation.report.provenance import file_sha256, folder_sha256, qa_model_record
+from generation.report.provenance import (
+    file_sha256,
+    folder_sha256,
+    hub_revision,
+    qa_model_record,
+)
 from generation.report.slices import compute_slices, gold_bin
 from generation.report.tables import format_csv, format_latex, format_markdown
 
@@ -116,11 +120,19 @@ def test_provenance_digests(tmp_path):
     first = qa_model_record(str(model), qa=object(), absent_reason=None)
     (model / "config.json").write_text('{"a": 1}')
     assert first["local_sha256"] != folder_sha256(model) and first["used"]
-    hub = qa_model_record(
-        "org/qa", Namespace(model=Namespace(config=Namespace(_commit_hash="abc"))), None
-    )
-    assert hub["revision"] == "abc"
+    assert qa_model_record("org/not-cached", object(), None)["revision"] == "unknown"
     assert qa_model_record("org/qa", None, "offline")["reason"] == "offline"
+
+
+def test_hub_revision_from_the_cache(tmp_path):
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "models--org--qa"
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "snapshots" / commit / "config.json").write_text("{}")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    assert hub_revision("org/qa", cache_dir=tmp_path) == commit
+    assert hub_revision("org/other", cache_dir=tmp_path) is None
 
 
 def test_provenance_in_summary_with_the_answer_run(tmp_path):

@@ -53,9 +53,28 @@ def qa_model_record(name: str, qa, absent_reason: str | None) -> dict:
     if Path(name).is_dir():
         record["local_sha256"] = folder_sha256(Path(name))
     else:
-        config = getattr(getattr(qa, "model", None), "config", None)
-        record["revision"] = getattr(config, "_commit_hash", None) or "unknown"
+        record["revision"] = hub_revision(name) or "unknown"
     return record
+
+
+def hub_revision(repo_id: str, cache_dir: str | Path | None = None) -> str | None:
+    """The commit of a Hub model in the local cache (what `from_pretrained` loaded), or None.
+
+    transformers 5 no longer keeps the commit on the config; the cache names each snapshot
+    folder after its commit, and `refs/main` points to the one loaded by default.
+    """
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    try:
+        path = try_to_load_from_cache(repo_id, "config.json", cache_dir=cache_dir)
+    except ValueError:  # not a valid repo id
+        return None
+    if not isinstance(path, str):
+        return None
+    snapshot = Path(path).parent
+    return snapshot.name if snapshot.parent.name == "snapshots" else None
 
 
 def answer_run_settings(results: Path) -> dict | None:
