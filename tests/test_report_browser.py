@@ -2,6 +2,7 @@
 system chromedriver: `apt-get install chromium chromium-driver`)."""
 
 import json
+import time
 
 import pytest
 from report_browser import CHROMEDRIVER, chromium_binary, file_url, headless_chromium
@@ -54,6 +55,15 @@ def select(driver, element_id, value):
     )
 
 
+def search(driver, text):
+    driver.execute_script(
+        "const s = document.getElementById('f-search'); s.value = arguments[0];"
+        "s.dispatchEvent(new Event('input'));",
+        text,
+    )
+    time.sleep(0.4)  # the page waits for typing to pause (150 ms) before filtering
+
+
 def test_report_renders_filters_and_logs_no_errors(report, browser, tmp_path):
     path, per = report
     browser.get(file_url(path))
@@ -78,20 +88,14 @@ def test_report_renders_filters_and_logs_no_errors(report, browser, tmp_path):
     # Search narrows to the examples holding the text; disagreements jump to a disagreeing one.
     select(browser, "f-category", "")
     select(browser, "f-system", "-1")
-    browser.execute_script(
-        "const s = document.getElementById('f-search'); s.value = 'qid-that-is-nowhere';"
-        "s.dispatchEvent(new Event('input'));"
-    )
-    browser.implicitly_wait(0)
-    import time
-
-    time.sleep(0.4)  # the search waits for typing to pause (150 ms)
+    needle = browser.find_element("css selector", "article.ex .question").text
+    search(browser, needle)
+    found = browser.find_elements("css selector", "article.ex")
+    assert found and all(needle.lower() in a.text.lower() for a in found)
+    assert "140 of 140" not in browser.find_element("id", "count").text
+    search(browser, "text-that-is-nowhere")
     assert shown_qids(browser) == []
-    browser.execute_script(
-        "const s = document.getElementById('f-search'); s.value = '';"
-        "s.dispatchEvent(new Event('input'));"
-    )
-    time.sleep(0.4)
+    search(browser, "")
     browser.find_element("id", "next-disagree").click()
     flashed = browser.find_element("css selector", "article.flash")
     cats = {n: {str(r["qid"]): r["category"] for r in per[n]} for n in per}
