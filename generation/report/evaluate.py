@@ -2,12 +2,16 @@
 
     ambigdocs evaluate RESULTS [RESULTS ...] --output-dir DIR [--no-df1] [--qa-model ID]
         [--score-documents first5|shown|all] [--plot] [--labels-field FIELD]
+        [--bootstrap N] [--bootstrap-seed S] [--table-ci] [--report]
 
 RESULTS is the authors' results file (a JSON list of data-set rows, each with `gen_answer` and
 `docs`, the documents shown) or the JSONL that `ambigdocs answer` writes (same fields); other
 fields are ignored. One file writes DIR/per_example.jsonl and DIR/summary.json; several write one
 subfolder each and a combined DIR/summary.json. A table like the paper's Table 2 and the category
 distribution (Figure 4) are printed; `--plot` draws the distribution as a stacked bar chart.
+The report steps (generation/report/outputs.py, docs/report.md) add intervals, slices and
+provenance to each summary and write table.md/.csv/.tex, comparison.json/.md (several files)
+and, with `--report`, report.html.
 
 The lexical scores import nothing heavy (no torch, transformers or datasets), so they are
 instant; Disambig-F1 loads the QA model only when asked.
