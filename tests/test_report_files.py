@@ -297,3 +297,14 @@ def test_bad_report_input_is_a_one_line_error(sample_dir, tmp_path, capsys):
     assert main([sample, sample, "--output-dir", str(tmp_path / "b"), "--no-df1"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == ("ambigdocs evaluate: answers: qid 0 appears twice; comparison needs unique qids")
+
+
+def test_python_example_in_the_docs_runs(repo_root):
+    text = (repo_root / "docs" / "report.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    res = subprocess.run(
+        [sys.executable, "-c", code], cwd=repo_root, capture_output=True, text=True, check=True
+    )
+    complete, interval, n = res.stdout.replace(", ", ",").split()
+    low, high = json.loads(interval)
+    assert float(complete) == pytest.approx(0.2) and low <= 0.2 <= high and n == "5"
