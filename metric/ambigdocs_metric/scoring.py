@@ -22,7 +22,8 @@ from typing import NamedTuple
 
 from .stopwords import STOPWORDS
 
-CATEGORIES = ("complete", "partial", "ambiguous", "merged", "no_answer")
+# In the order of the paper's Figure 4 (best to worst): every table, chart and summary uses it.
+CATEGORIES = ("complete", "partial", "no_answer", "ambiguous", "merged")
 SCORE_DOCUMENTS = ("first5", "shown", "all")
 # The authors score the first five gold documents, whatever the model was shown (metric.md).
 MAX_SCORED_DOCUMENTS = 5
@@ -511,13 +512,14 @@ def validate_inputs(
     predictions: Sequence,
     references: Sequence,
     contexts: Sequence | None = None,
-    unique_qids: bool = True,
+    unique_qids: bool = False,
 ) -> list[Reference]:
     """Checks lengths and types; returns the parsed references.
 
     Args:
         unique_qids: refuse two examples with the same qid (each would count twice in every
-            mean); False for inputs that deliberately hold several answers to one question.
+            mean). `ambigdocs evaluate` asks for it; several answers to one question (the
+            bundled sample) are scored when it is False.
 
     Raises:
         ValueError: naming the example index and the field.
