@@ -5,6 +5,10 @@ project writes prompt text. A prompt is rendered either as one plain string, or,
 models, as messages: the instruction as the system turn and the rest as the user turn (what the
 authors did for GPT).
 
+Answering has three formats (`render_answer_input`): `plain` and `chat` follow the paper's
+Figures 11-12; `authors` is the exact model input of the authors' answering script, which made
+the paper's tables (`render_authors_answer_input`, docs/answering.md).
+
 Text notes:
 - The paper prints one exemplar per prompt "due to limited space" (the authors used two for
   question generation and four for answer expansion). Those exemplars are shipped here; users
