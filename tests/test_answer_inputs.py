@@ -150,3 +150,44 @@ def test_args_file(tiny_llama_dir, rows_path, tmp_path, capsys):
     conf.write_text("seed: many\n")
     assert answer_main(["--args-file", str(conf), "--output", "o.jsonl"]) == 2
     assert "'seed' has a value of the wrong type" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([{"qid": 1, "question": "q?", "documents": {"title": 1, "text": 2}}],
+         "field 'documents' must be a list of documents or a dict of lists"),
+        ([{"qid": 1, "question": "q?", "documents": 5}], "field 'documents' must be a list"),
+        ([{"qid": 1, "question": "q\ud800?", "documents": [{"title": "t", "text": "x"}]}],
+         "example 0 (qid=1): field 'question' holds \\ud800, a lone surrogate"),
+        ([{"qid": True, "question": "q?", "documents": []}], "example 0: field 'qid'"),
+        ([{"qid": 1, "question": "q?", "documents": [{"title": "t"}]}],
+         "documents[0] has no string 'text'"),
+        ([3], "element 0"),
+    ],
+)  # fmt: skip
+def test_malformed_rows_name_the_example_and_field(tmp_path, capsys, rows, message):
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps(rows))  # lone surrogates are written as \ud800 escapes
+    argv = ["--model", "nobody/none", "--dataset", str(path), "--output", str(tmp_path / "o"),
+            "--dry-run", "--prompt-format", "authors"]  # fmt: skip
+    assert answer_main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+
+
+def test_unreadable_inputs_are_named(tmp_path, capsys, rows_path):
+    base = ["--model", "nobody/none", "--output", str(tmp_path / "o"), "--dry-run",
+            "--prompt-format", "authors"]  # fmt: skip
+    folder = tmp_path / "not-a-dataset"
+    folder.mkdir()
+    (folder / "a.json").write_text('[{"x": 1}]')
+    (folder / "b.json").write_text('[{"y": "z"}]')
+    assert answer_main([*base, "--dataset", str(folder)]) == 2
+    assert f"--dataset {folder}: cannot be loaded" in capsys.readouterr().err
+    assert (
+        answer_main([*base, "--dataset", str(rows_path), "--few-shot", "--exemplars", "nope"]) == 2
+    )
+    assert "--exemplars nope: no such file" in capsys.readouterr().err
+    assert answer_main([*base, "--dataset", str(rows_path), "--retrieved", "nope"]) == 2
+    assert "--retrieved nope: no such file" in capsys.readouterr().err

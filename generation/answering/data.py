@@ -54,11 +54,16 @@ def _load(data_dir, config, dataset, split) -> list[dict]:
         return read_records(dataset)
     import datasets
 
-    if Path(dataset).is_dir() and (Path(dataset) / "dataset_info.json").exists():
-        ds = datasets.load_from_disk(dataset)
-        ds = ds[split] if isinstance(ds, datasets.DatasetDict) else ds
-    else:
-        ds = datasets.load_dataset(dataset, split=split)
+    try:
+        if Path(dataset).is_dir() and (Path(dataset) / "dataset_info.json").exists():
+            ds = datasets.load_from_disk(dataset)
+            ds = ds[split] if isinstance(ds, datasets.DatasetDict) else ds
+        else:
+            ds = datasets.load_dataset(dataset, split=split)
+    except Exception as err:  # noqa: BLE001 - datasets raises many kinds; all mean "cannot load"
+        cause = err.__cause__ or err
+        reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0][:300]
+        raise ValueError(f"--dataset {dataset}: cannot be loaded ({reason})") from None
     return [dict(r) for r in ds]
 
 
@@ -72,6 +77,7 @@ def validate_rows(rows: list) -> None:
             if row.get(field) is None:
                 raise ValueError(f"example {i}: missing field {field!r}")
         qid = row["qid"]
+        _check_text(row, f"example {i}")
         if isinstance(qid, bool) or not isinstance(qid, (str, int)):
             raise ValueError(
                 f"example {i}: field 'qid' must be a string or an integer, got {type(qid).__name__}"
@@ -81,6 +87,22 @@ def validate_rows(rows: list) -> None:
         if qid in seen:
             raise ValueError(f"example {i}: field 'qid' repeats qid={qid!r}")
         seen.add(qid)
+
+
+def _check_text(row: dict, where: str) -> None:
+    """Raises ValueError when a field holds text that cannot be written as UTF-8 (a lone
+    surrogate, e.g. from a JSON `\\ud800` escape), naming the field."""
+    import json
+
+    for field, value in row.items():
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as err:
+            bad = err.object[err.start : err.end].encode("unicode_escape").decode()
+            raise ValueError(
+                f"{where} (qid={row.get('qid')!r}): field {field!r} holds {bad}, a lone "
+                "surrogate, which is not valid Unicode text"
+            ) from None
 
 
 def attach_retrieved(rows: list[dict], path: str, split: str) -> None:
@@ -102,6 +124,7 @@ def attach_retrieved(rows: list[dict], path: str, split: str) -> None:
     for row in rows:
         if str(row["qid"]) in by_qid:
             row["retrieved"] = by_qid[str(row["qid"])]
+            _check_text({"qid": row["qid"], "retrieved": row["retrieved"]}, f"--retrieved {path}")
 
 
 def data_source(data_dir: str | None, config: str | None, dataset: str | None) -> str:
@@ -122,6 +145,8 @@ def load_exemplars(path: str) -> list[dict]:
             `docs` that are not a list of documents with string `title` and `text` (the message
             names the exemplar index and the field).
     """
+    if not Path(path).is_file():
+        raise ValueError(f"--exemplars {path}: no such file")
     records = read_records(path)
     if not records:
         raise ValueError(f"--exemplars {path}: no exemplars")
