@@ -496,10 +496,10 @@ def run(args: AnswerArguments) -> int:
         return write_dry_run(args, prepare(args))
     state = _state()
     check_process_layout(args.backend, state.num_processes)
+    plan = prepare(args)  # bad input fails here, before --overwrite deletes anything
     if args.overwrite and state.is_main_process:
         discard_output(Path(args.output))
     state.wait_for_everyone()
-    plan = prepare(args)
     todo, target = resume(args, plan, state)
     device = str(state.device) if args.backend == "hf" and state.num_processes > 1 else None
     backend = load_backend(args.backend, args.model, **backend_options(args, device))
