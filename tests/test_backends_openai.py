@@ -335,3 +335,21 @@ def test_authors_decoding_sends_no_temperature_and_no_limit(server_factory, monk
     sent = server.requests[-1]
     assert sent["temperature"] == 0 and sent["max_tokens"] == 300
     assert json.loads((tmp_path / "g.meta.json").read_text())["decoding"] == "greedy"
+
+
+def test_mask_secrets_and_strip_url_credentials():
+    from generation.backends.base import mask_secrets, strip_url_credentials
+
+    text = (
+        f"bad key {KEY}; Authorization: Bearer abc.def-123456789; hf_abcdefghijklmnop; "
+        "api_key='q1w2e3r4t5'; token=zzzzzzzz; http://bob:pa55word@host:8000/v1; mine=opensesame42"
+    )
+    masked = mask_secrets(text, ["opensesame42"])
+    for secret in (KEY, "abc.def-123456789", "hf_abcdefghijklmnop", "q1w2e3r4t5", "zzzzzzzz",
+                   "pa55word", "opensesame42"):  # fmt: skip
+        assert secret not in masked, secret
+    assert "http://bob:***@host:8000/v1" in masked and "bad key ***" in masked
+    assert mask_secrets("HTTP 404: model not found") == "HTTP 404: model not found"
+    assert strip_url_credentials("http://u:p@h:1/v1") == "http://h:1/v1"
+    assert strip_url_credentials("https://h/v1?api-key=abc&x=1") == "https://h/v1?api-key=***&x=1"
+    assert strip_url_credentials(None) is None

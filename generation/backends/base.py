@@ -169,6 +169,9 @@ _KEY_LIKE = re.compile(
     r"|(?i:(?:api[_-]?key|token|secret|password|passwd)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&]{4,})"
 )
 
+# The password of a URL's user info: `scheme://user:PASSWORD@host`.
+_URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^@\s/]+@")
+
 
 def looks_secret(key: str) -> bool:
     """Whether an option name looks like a credential (`api_key`, `hf_token`, `*secret*`, ...)."""
@@ -196,6 +199,7 @@ def mask_secrets(text: str, secrets=()) -> str:
         )
         return (prefix.group(0) if prefix else "") + "***"
 
+    text = _URL_PASSWORD.sub(r"\1***@", text)
     return _KEY_LIKE.sub(_mask, text)
 
 
