@@ -146,10 +146,12 @@ def test_args_file(tiny_llama_dir, rows_path, tmp_path, capsys):
     assert args.seed == 5  # the command line wins
     conf.write_text("modle: x\n")
     assert answer_main(["--args-file", str(conf), "--output", "o.jsonl"]) == 2
-    assert "unknown option 'modle'" in capsys.readouterr().err
+    assert (
+        "--args-file" in (err := capsys.readouterr().err) and "unknown option(s) ['modle']" in err
+    )
     conf.write_text("seed: many\n")
     assert answer_main(["--args-file", str(conf), "--output", "o.jsonl"]) == 2
-    assert "'seed' has a value of the wrong type" in capsys.readouterr().err
+    assert "option 'seed': 'many' is not" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -159,7 +161,7 @@ def test_args_file(tiny_llama_dir, rows_path, tmp_path, capsys):
          "field 'documents' must be a list of documents or a dict of lists"),
         ([{"qid": 1, "question": "q?", "documents": 5}], "field 'documents' must be a list"),
         ([{"qid": 1, "question": "q\ud800?", "documents": [{"title": "t", "text": "x"}]}],
-         "example 0 (qid=1): field 'question' holds \\ud800, a lone surrogate"),
+         "field 'question' holds"),
         ([{"qid": True, "question": "q?", "documents": []}], "example 0: field 'qid'"),
         ([{"qid": 1, "question": "q?", "documents": [{"title": "t"}]}],
          "documents[0] has no string 'text'"),

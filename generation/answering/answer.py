@@ -68,6 +68,7 @@ from generation.backends.base import (
 from generation.documents import select_documents
 from generation.io.records import ResumableJsonl
 from generation.io.resume import check_settings, file_fingerprint, records_digest
+from generation.options import one_line
 from generation.prompts import render_answer_input
 
 __all__ = ["build_parser", "load_exemplars", "load_rows", "main", "parse_answer_args", "run"]
@@ -531,8 +532,8 @@ def main(argv: list[str] | None = None) -> int:
     secrets = known_secrets(argv)
 
     def fail(err: Exception, status: int, more: str = "") -> int:
-        text = (str(err).strip() or type(err).__name__).replace("\n", " ")
-        print(f"ambigdocs answer: error: {mask_secrets(text, secrets)}{more}", file=sys.stderr)
+        text = mask_secrets(one_line(err), secrets)
+        print(f"ambigdocs answer: error: {text}{more}", file=sys.stderr)
         return status
 
     output = "the output"

@@ -1,19 +1,22 @@
 """The options of `ambigdocs answer` (and the data options `ambigdocs retrieve` shares), as typed
-dataclasses parsed by `transformers.HfArgumentParser`.
+dataclasses parsed the project's one way (`generation/options.py`: `transformers.HfArgumentParser`,
+values type-checked, one-line errors).
 
 Each field is one flag (`data_dir` -> `--data-dir`, also `--data_dir`); its `help` metadata is the
-flag's help. `--args-file FILE.yaml` reads the same options from YAML (keys are field names);
-flags given on the command line win over the file.
+flag's help. `--args-file FILE.yaml` reads the same options from YAML (keys are field names, read
+by `generation.options.parse_mapping`); flags given on the command line win over the file.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal
 
 from generation.documents import DEFAULT_NUM_DOCS
+from generation.options import parse_argv, parse_mapping
 
 Backend = Literal["hf", "vllm", "openai"]
 Setting = Literal["gold-only", "gold-retrieved", "retrieved-only"]
@@ -62,8 +65,8 @@ class DataArguments:
 class AnswerArguments(DataArguments):
     """Every option of `ambigdocs answer` (paper Section 5, Figures 11-12)."""
 
-    model: str = field(default=None, **_help("local folder, Hub id, or API model name (required)"))
-    output: str = field(default=None, **_help("the answers, JSONL (required)"))
+    model: str | None = field(default=None, **_help("local folder, Hub id, or API model name (required)"))
+    output: str | None = field(default=None, **_help("the answers, JSONL (required)"))
     backend: Backend = field(default="hf", **_help("hf (transformers), vllm, openai"))
     setting: Setting = field(default="gold-only", **_help("the paper's document setting"))
     retrieved: str | None = field(
@@ -119,6 +122,10 @@ class AnswerArguments(DataArguments):
     dtype: str = field(default="auto", **_help("hf/vllm: auto, float32, float16, bfloat16"))
     base_url: str | None = field(default=None, **_help("openai: an OpenAI-compatible server"))
     max_concurrency: int | None = field(default=None, **_help("openai: requests in flight at once"))
+    args_file: str | None = field(
+        default=None,
+        **_help("a YAML file of these options (keys: the option names); flags given here win"),
+    )
     backend_option: list[str] = field(
         default_factory=list,
         metadata={
@@ -172,84 +179,51 @@ def check_output_path(path: str, flag: str) -> None:
             break
 
 
+DESCRIPTION = "Answer AmbigDocs questions with a model (paper Section 5, Figures 11-12)."
+
+
 def build_parser():
-    """The `HfArgumentParser` over `AnswerArguments`."""
+    """The `HfArgumentParser` over `AnswerArguments` (for `--help` and tests)."""
     from transformers import HfArgumentParser
 
-    parser = HfArgumentParser(AnswerArguments, prog="ambigdocs answer")
-    parser.description = (
-        "Answer AmbigDocs questions with a model (paper Section 5, Figures 11-12). "
-        "--args-file FILE.yaml reads the options from YAML (flags given here win)."
-    )
-    parser.add_argument("--args-file", help="a YAML file of options (keys: the field names)")
-    return parser
+    return HfArgumentParser(AnswerArguments, prog="ambigdocs answer", description=DESCRIPTION)
 
 
 def parse_answer_args(argv: list[str] | None = None) -> AnswerArguments:
-    """The options from the command line (and `--args-file`); argparse errors exit with 2.
+    """The options from the command line, and from `--args-file` where no flag was given.
 
     Raises:
-        ValueError: an unreadable or malformed `--args-file`: unknown keys, or a value of the
-            wrong type (the message names the key).
+        ValueError: arguments that do not parse, a value of the wrong type, or an unreadable
+            `--args-file` or one with unknown keys or values of the wrong type (names the key).
     """
-    parser = build_parser()
-    values = vars(parser.parse_args(sys.argv[1:] if argv is None else argv))
-    args_file = values.pop("args_file", None)
-    if not args_file:
-        return AnswerArguments(**values)
-    merged = _read_args_file(args_file)
-    defaults = {f.name: _default(f) for f in fields(AnswerArguments)}
-    for key, value in values.items():  # a flag given on the command line wins over the file
-        if value != defaults[key] or key not in merged:
-            merged[key] = value
-    try:
-        (args,) = parser.parse_dict(merged)
-    except ValueError as err:
-        raise ValueError(f"--args-file {args_file}: {err}") from None
-    return args
+    argv = list(sys.argv[1:] if argv is None else argv)
+    (args,) = parse_argv("ambigdocs answer", DESCRIPTION, [AnswerArguments], argv)
+    if not args.args_file:
+        return args
+    where = f"--args-file {args.args_file}"
+    merged = {str(k).replace("-", "_"): v for k, v in _read_yaml(args.args_file, where).items()}
+    for f in fields(AnswerArguments):  # a flag given on the command line wins over the file
+        value = getattr(args, f.name)
+        if value != _default(f) or f.name not in merged:
+            merged[f.name] = value
+    (merged_args,) = parse_mapping([AnswerArguments], merged, where)
+    return merged_args
 
 
-def _default(f):
-    from dataclasses import MISSING
+def _default(f: dataclasses.Field):
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
 
-    return f.default_factory() if f.default_factory is not MISSING else f.default
 
-
-def _read_args_file(path: str) -> dict:
-    """The YAML mapping of options, keys as field names, values type-checked."""
-    import typing
-
+def _read_yaml(path: str, where: str) -> dict:
     import yaml
 
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
         reason = (str(err).splitlines() or [type(err).__name__])[0]
-        raise ValueError(f"--args-file {path}: cannot be read ({reason})") from None
+        raise ValueError(f"{where}: cannot be read ({reason})") from None
     if not isinstance(data, dict):
-        raise ValueError(f"--args-file {path}: expected a mapping of option names to values")
-    hints = typing.get_type_hints(AnswerArguments)
-    out = {}
-    for key, value in data.items():
-        name = str(key).replace("-", "_")
-        if name not in hints:
-            raise ValueError(f"--args-file {path}: unknown option {key!r}")
-        if not _matches(value, hints[name]):
-            raise ValueError(f"--args-file {path}: option {key!r} has a value of the wrong type")
-        out[name] = value
-    return out
-
-
-def _matches(value, hint) -> bool:
-    import typing
-
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is Literal:
-        return value in args
-    if origin is list:
-        return isinstance(value, list) and all(_matches(v, args[0]) for v in value)
-    if args and type(None) in args:  # X | None
-        return value is None or any(_matches(value, a) for a in args if a is not type(None))
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, hint)
+        raise ValueError(f"{where}: expected a mapping of option names to values")
+    return data
