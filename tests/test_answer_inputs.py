@@ -193,3 +193,12 @@ def test_unreadable_inputs_are_named(tmp_path, capsys, rows_path):
     assert "--exemplars nope: no such file" in capsys.readouterr().err
     assert answer_main([*base, "--dataset", str(rows_path), "--retrieved", "nope"]) == 2
     assert "--retrieved nope: no such file" in capsys.readouterr().err
+
+
+def test_a_model_that_cannot_be_loaded_is_named(tmp_path, capsys, rows_path):
+    # Tests run offline: a Hub id cannot be fetched; no prompt format needs its tokenizer first.
+    argv = ["--model", "nobody/none", "--dataset", str(rows_path), "--prompt-format", "authors",
+            "--output", str(tmp_path / "o.jsonl")]  # fmt: skip
+    assert answer_main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--model nobody/none: cannot be loaded" in err and err.count("\n") == 1

@@ -503,7 +503,10 @@ def run(args: AnswerArguments) -> int:
     state.wait_for_everyone()
     todo, target = resume(args, plan, state)
     device = str(state.device) if args.backend == "hf" and state.num_processes > 1 else None
-    backend = load_backend(args.backend, args.model, **backend_options(args, device))
+    try:
+        backend = load_backend(args.backend, args.model, **backend_options(args, device))
+    except OSError as err:  # missing files, an unreachable Hub: name what could not be loaded
+        raise ValueError(f"--model {args.model}: cannot be loaded ({one_line(err)})") from None
     try:
         answered, new_tokens, elapsed = generate(args, plan, backend, todo, target, state)
     finally:
