@@ -277,7 +277,7 @@ def prepare(args: AnswerArguments) -> Plan:
             few_shot=args.few_shot,
             backend_kind=args.backend,
             exemplars=exemplars,
-        )  # fmt: skip
+        )
         for r in rows
     }
     decoding = resolve_decoding(args, prompt_format)

@@ -65,7 +65,9 @@ class DataArguments:
 class AnswerArguments(DataArguments):
     """Every option of `ambigdocs answer` (paper Section 5, Figures 11-12)."""
 
-    model: str | None = field(default=None, **_help("local folder, Hub id, or API model name (required)"))
+    model: str | None = field(
+        default=None, **_help("local folder, Hub id, or API model name (required)")
+    )
     output: str | None = field(default=None, **_help("the answers, JSONL (required)"))
     backend: Backend = field(default="hf", **_help("hf (transformers), vllm, openai"))
     setting: Setting = field(default="gold-only", **_help("the paper's document setting"))
