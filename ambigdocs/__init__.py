@@ -352,7 +352,19 @@ class AmbigDocs(datasets.GeneratorBasedBuilder):
 
 
 class ReleaseDownloadError(ConnectionError):
-    """The release's raw files could not be downloaded (no network, offline mode, Hub error)."""
+    """The release's raw files could not be downloaded (no network, offline mode, Hub error).
+
+    Attributes:
+        reason: what failed, in one line, without the advice on what works offline.
+    """
+
+    def __init__(self, reason: str):
+        super().__init__(
+            f'{reason}. Without the Hub: load_ambigdocs(config="sample") gives the bundled '
+            "examples, load_ambigdocs(data_dir=FOLDER) reads raw files (train.json, dev.json, "
+            "test.json)"
+        )
+        self.reason = reason
 
 
 def _download_release(dl_manager) -> dict[str, str]:
@@ -370,9 +382,7 @@ def _download_release(dl_manager) -> dict[str, str]:
         offline = "HF_HUB_OFFLINE is set; " if datasets.config.HF_HUB_OFFLINE else ""
         where = f"{RELEASE_REPO_ID} on {constants.ENDPOINT}"
         raise ReleaseDownloadError(
-            f"cannot download the AmbigDocs release ({where}: {offline}{one_line(err)}). "
-            'Without the Hub: load_ambigdocs(config="sample") gives the bundled examples, '
-            "load_ambigdocs(data_dir=FOLDER) reads raw files (train.json, dev.json, test.json)"
+            f"cannot download the AmbigDocs release ({where}: {offline}{one_line(err)})"
         ) from None
 
 
@@ -412,7 +422,7 @@ def load_ambigdocs(
         builder.download_and_prepare(**prepare)
     except ReleaseDownloadError as err:
         # A fresh exception: its traceback ends here, not deep inside `datasets`.
-        raise ReleaseDownloadError(str(err)) from None
+        raise ReleaseDownloadError(err.reason) from None
     except datasets.exceptions.DatasetGenerationError as err:
         # `datasets` wraps errors raised while generating; surface a malformed row as the
         # ValueError that names the file, the row and the field.

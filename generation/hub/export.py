@@ -28,7 +28,9 @@ from pathlib import Path
 
 import datasets
 
+from ambigdocs import ReleaseDownloadError
 from generation.hub import card as dataset_card
+from generation.hub import remote
 from generation.hub.layout import DEFAULT_MAX_SHARD_BYTES, check_config_name, write_split
 from generation.io.records import atomic_write_text
 
@@ -169,16 +171,15 @@ def main(argv: list[str] | None = None) -> int:
         written = export_dataset(
             configs, args.output_dir, args.repo_id, args.overwrite, args.max_shard_mb << 20
         )
-    except (ValueError, FileExistsError) as err:
-        print(f"ambigdocs export: {err}", file=sys.stderr)
-        return 1
-    except OSError as err:  # the release's download failed (offline, moved, no access)
+    except ReleaseDownloadError as err:
         print(
-            f"ambigdocs export: could not read the release ({err}); "
-            "give the raw files with --data-dir",
+            f"ambigdocs export: {err.reason}; give the raw files with --data-dir RAW, or "
+            "export the bundled sample with --config sample",
             file=sys.stderr,
         )
-        return 1
+        return 2
+    except Exception as err:  # bad input: one line, status 2; anything else is a bug
+        return remote.fail("ambigdocs export", err)
     for config, splits in configs.items():
         for split, ds in splits.items():
             print(f"{config}/{split}: {len(ds):,} rows")
