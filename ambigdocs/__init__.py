@@ -377,12 +377,13 @@ def _download_release(dl_manager) -> dict[str, str]:
     try:
         return dl_manager.download(RELEASE_URLS)
     except Exception as err:  # offline, refused, moved, no access: reported alike, in one line
-        from metric.ambigdocs_metric.hub_errors import one_line
+        from metric.ambigdocs_metric.hub_errors import hub_unreachable, one_line
 
-        offline = "HF_HUB_OFFLINE is set; " if datasets.config.HF_HUB_OFFLINE else ""
+        offline = datasets.config.HF_HUB_OFFLINE and hub_unreachable(err)
+        detail = "HF_HUB_OFFLINE is set" if offline else one_line(err)
         where = f"{RELEASE_REPO_ID} on {constants.ENDPOINT}"
         raise ReleaseDownloadError(
-            f"cannot download the AmbigDocs release ({where}: {offline}{one_line(err)})"
+            f"cannot download the AmbigDocs release ({where}: {detail})"
         ) from None
 
 

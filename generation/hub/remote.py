@@ -221,10 +221,8 @@ def fail(prog: str, err: BaseException) -> int:
     if isinstance(err, (ValueError, FileExistsError)):
         message = str(err)
     elif is_unreachable(err):
-        offline = "HF_HUB_OFFLINE is set; " if constants.HF_HUB_OFFLINE else ""
-        message = (
-            f"cannot reach the Hugging Face Hub at {constants.ENDPOINT} ({offline}{one_line(err)})"
-        )
+        detail = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else one_line(err)
+        message = f"cannot reach the Hugging Face Hub at {constants.ENDPOINT} ({detail})"
     elif isinstance(err, OSError):
         message = f"the Hub call failed: {one_line(err)}"
     else:
