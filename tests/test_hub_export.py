@@ -119,7 +119,7 @@ def test_export_refuses_a_non_empty_folder_and_overwrites_atomically(tmp_path, c
     out = tmp_path / "export"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    assert export.main(["--config", "sample", str(out)]) == 1
+    assert export.main(["--config", "sample", str(out)]) == 2
     assert "not empty" in capsys.readouterr().err
     assert (out / "keep.txt").exists()
     assert export.main(["--config", "sample", "--overwrite", str(out)]) == 0
@@ -151,7 +151,7 @@ def test_malformed_raw_file_fails_the_export_with_the_row(tmp_path, capsys):
     bad = make_row(2)
     bad["documents"][0]["text"] = ["not", "text"]
     write_json(raw / "test.json", [make_row(1), bad])
-    assert export.main(["--data-dir", str(raw), str(tmp_path / "out")]) == 1
+    assert export.main(["--data-dir", str(raw), str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "row 1" in err and "'documents[0].text'" in err and str(raw / "test.json") in err
     assert not (tmp_path / "out").exists()
@@ -160,7 +160,7 @@ def test_malformed_raw_file_fails_the_export_with_the_row(tmp_path, capsys):
 
 def test_release_unreachable_is_a_clear_error(tmp_path, capsys):
     # Tests run offline (HF_HUB_OFFLINE=1), so the default config cannot download the release.
-    assert export.main(["--cache-dir", str(tmp_path / "c"), str(tmp_path / "out")]) == 1
+    assert export.main(["--cache-dir", str(tmp_path / "c"), str(tmp_path / "out")]) == 2
     assert "give the raw files with --data-dir" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
