@@ -6,8 +6,10 @@ compared row for row with `load_ambigdocs`, the toolkit's builder.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -192,3 +194,31 @@ def test_release_urls_follow_hf_endpoint(repo_root, tmp_path):
     assert ambigdocs.RELEASE_URLS["validation"] == (
         f"{constants.ENDPOINT}/datasets/yoonsanglee/AmbigDocs/resolve/main/dev.json"
     )
+
+
+def test_readme_first_code_block_runs_in_any_folder(repo_root, tmp_path):
+    """The README's first code block, pasted as it is, in a folder other than the clone."""
+    readme = (repo_root / "README.md").read_text(encoding="utf-8")
+    language, code = re.search(r"```(\w*)\n(.*?)```", readme, re.DOTALL).groups()
+    assert language == "python"
+    env = dict(os.environ)  # offline, as every test
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo_root), env.get("PYTHONPATH")]))
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    question, result = run.stdout.strip().splitlines()[-2:]
+    assert question.startswith("What is the state where Judge Day was born?")
+    result = ast.literal_eval(result)
+    # The values the block's comment states.
+    assert {k: round(v, 3) for k, v in result.items() if k.endswith("recall")} == {
+        "answer_recall": 0.667,
+        "entity_recall": 0.833,
+        "entity_answer_recall": 0.667,
+    }
+    assert result["partial"] == 1.0
