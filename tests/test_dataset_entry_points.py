@@ -102,6 +102,18 @@ def test_plain_load_dataset_differs_only_as_documented(tmp_path):
     assert [d["pid"] for d in plain["documents"]] == [1000, 1001]
     assert [d["pid"] for d in built["documents"]] == ["1000", "1001"]
 
+    # A qid written as text stays text; a missing field is filled with None, without a word.
+    text_qid = make_row(8)
+    text_qid["qid"] = "8"
+    no_question = make_row(9)
+    no_question["qid"] = "9"
+    del no_question["question"]
+    write_json(folder / "test.json", [text_qid, no_question])
+    plain = _load(folder, split="test", cache=tmp_path / "c3")
+    assert list(plain["qid"]) == ["8", "9"] and plain["question"][1] is None
+    with pytest.raises(ValueError, match=r"row 1: field 'question' is missing"):
+        load_ambigdocs("test", data_dir=folder, cache_dir=str(tmp_path / "c4"))
+
 
 def test_export_never_writes_a_loading_script(sample_dir, tmp_path):
     # An export folder named like the data set is the case datasets refuses if NAME.py is there.

@@ -211,7 +211,7 @@ def test_evaluate_module_offline_both_layouts_and_add_batch(repo_root, sample_di
 def test_metric_card_and_usage_doctest(repo_root, monkeypatch):
     from metric.ambigdocs_metric import ambigdocs_metric
 
-    monkeypatch.chdir(repo_root)  # the doctest loads "metric/ambigdocs_metric"
+    monkeypatch.chdir(repo_root)  # any folder would do: the doctest loads ambigdocs.METRIC_PATH
     results = doctest.testmod(ambigdocs_metric, extraglobs={}, verbose=False)
     assert results.attempted >= 5 and results.failed == 0
     card = (repo_root / "metric" / "ambigdocs_metric" / "README.md").read_text()

@@ -15,8 +15,10 @@ set of features, such a split belongs in its own `--config`.
 One commit replaces the split's Parquet files (`data/{split}-*` for `default`,
 `{config}/{split}-*` otherwise), leaves every other file alone, and rewrites the card's YAML
 (`configs`, `dataset_info`) and split table to match. The token comes from `HF_TOKEN` or
-`hf auth login` and is never printed. `--dry-run` reads the repository, then prints the files and
-the card that would be uploaded, and uploads nothing.
+`hf auth login` and is never printed. Names and rows are checked offline, before any Hub call.
+`--dry-run` reads the repository, then prints the files and the card that would be uploaded, and
+uploads nothing (when the Hub cannot be read: the plan for a new repository, then one line).
+Every failure ends with one line and exit status 2.
 """
 
 from __future__ import annotations
