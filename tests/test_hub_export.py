@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import datasets
 import pytest
@@ -179,3 +181,20 @@ def test_write_split_refuses_a_non_positive_shard_size(tmp_path):
 
     with pytest.raises(ValueError, match="max_shard_bytes must be positive"):
         write_split(load_ambigdocs("test", config="sample"), tmp_path, "default", "test", 0)
+
+
+@pytest.mark.parametrize(
+    ("umask", "folder_mode", "file_mode"), [(0o022, 0o755, 0o644), (0o077, 0o700, 0o600)]
+)
+def test_export_follows_the_umask(tmp_path, umask, folder_mode, file_mode):
+    old = os.umask(umask)
+    try:
+        out = tmp_path / "export"
+        export.export_dataset({"sample": load_ambigdocs(config="sample")}, out)
+    finally:
+        os.umask(old)
+    paths = [out, *out.rglob("*")]
+    assert len(paths) == 4  # the folder, README.md, sample/, one Parquet shard
+    for path in paths:
+        expected = folder_mode if path.is_dir() else file_mode
+        assert stat.S_IMODE(path.stat().st_mode) == expected, path

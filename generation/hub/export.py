@@ -32,7 +32,6 @@ from ambigdocs import ReleaseDownloadError
 from generation.hub import card as dataset_card
 from generation.hub import remote
 from generation.hub.layout import DEFAULT_MAX_SHARD_BYTES, check_config_name, write_split
-from generation.io.records import atomic_write_text
 
 
 def export_dataset(
@@ -69,6 +68,8 @@ def export_dataset(
         raise ValueError(f"{output_dir}: exists and is not empty (use --overwrite to replace it)")
     output_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.", dir=output_dir.parent))
+    # mkdtemp makes the folder 0700; the export is an ordinary output: it follows the umask.
+    staging.chmod(0o777 & ~_current_umask())
     try:
         card = dataset_card.new_card(repo_id)
         written = []
@@ -79,7 +80,8 @@ def export_dataset(
                 dataset_card.set_split(
                     card, config, split, ds.features, dataset_card.split_info(ds, split)
                 )
-        atomic_write_text(staging / "README.md", dataset_card.render(card))
+        # Inside the staging folder, which is renamed into place as a whole: a plain write.
+        (staging / "README.md").write_text(dataset_card.render(card), encoding="utf-8")
         written.append("README.md")
         if output_dir.exists():
             old = output_dir.with_name(f".{output_dir.name}.old")
@@ -93,6 +95,12 @@ def export_dataset(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return written
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def build_configs(
