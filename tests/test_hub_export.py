@@ -198,3 +198,12 @@ def test_export_follows_the_umask(tmp_path, umask, folder_mode, file_mode):
     for path in paths:
         expected = folder_mode if path.is_dir() else file_mode
         assert stat.S_IMODE(path.stat().st_mode) == expected, path
+
+
+def test_output_under_a_file_is_one_line(tmp_path, capsys):
+    (tmp_path / "a_file").write_text("x")
+    assert export.main(["--config", "sample", str(tmp_path / "a_file" / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"ambigdocs export: {tmp_path / 'a_file' / 'out'}: cannot be created, " + (
+        f"{tmp_path / 'a_file'} is a file\n"
+    )

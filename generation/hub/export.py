@@ -64,6 +64,9 @@ def export_dataset(
     output_dir = Path(output_dir)
     if output_dir.is_file():
         raise FileExistsError(f"{output_dir}: is a file")
+    blocking = next((p for p in output_dir.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise ValueError(f"{output_dir}: cannot be created, {blocking} is a file")
     if output_dir.is_dir() and any(output_dir.iterdir()) and not overwrite:
         raise ValueError(f"{output_dir}: exists and is not empty (use --overwrite to replace it)")
     output_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, constants
-from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+from huggingface_hub.errors import (
+    HfHubHTTPError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
 
 from metric.ambigdocs_metric.hub_errors import hub_unreachable, one_line
 
@@ -212,8 +216,9 @@ def fail(prog: str, err: BaseException) -> int:
     """Prints one line for a failed Hub command and returns its exit status, 2.
 
     Bad input (`ValueError`, `FileExistsError`) is printed as is; an unreachable Hub names the
-    endpoint and the root cause; any other Hub error (`OSError`: not found, no access, HTTP)
-    its root cause. Nothing else is expected here: it is raised again, as a bug.
+    endpoint and the root cause; any other Hub error (not found, no access, HTTP) its root
+    cause; a local file error its file. Nothing else is expected here: it is raised again, as a
+    bug.
 
     Raises:
         Exception: `err` itself, when it is none of these.
@@ -223,6 +228,10 @@ def fail(prog: str, err: BaseException) -> int:
     elif is_unreachable(err):
         detail = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else one_line(err)
         message = f"cannot reach the Hugging Face Hub at {constants.ENDPOINT} ({detail})"
+    elif isinstance(err, HfHubHTTPError):
+        message = f"the Hub call failed: {one_line(err)}"
+    elif isinstance(err, OSError) and err.filename:  # a local file or folder
+        message = f"{err.filename}: {err.strerror or one_line(err)}"
     elif isinstance(err, OSError):
         message = f"the Hub call failed: {one_line(err)}"
     else:
