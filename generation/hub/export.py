@@ -61,14 +61,7 @@ def export_dataset(
             split name is not usable.
         FileExistsError: `output_dir` is a file.
     """
-    output_dir = Path(output_dir)
-    if output_dir.is_file():
-        raise FileExistsError(f"{output_dir}: is a file")
-    blocking = next((p for p in output_dir.parents if p.exists() and not p.is_dir()), None)
-    if blocking is not None:
-        raise ValueError(f"{output_dir}: cannot be created, {blocking} is a file")
-    if output_dir.is_dir() and any(output_dir.iterdir()) and not overwrite:
-        raise ValueError(f"{output_dir}: exists and is not empty (use --overwrite to replace it)")
+    output_dir = check_output_dir(output_dir, overwrite)
     output_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.", dir=output_dir.parent))
     # mkdtemp makes the folder 0700; the export is an ordinary output: it follows the umask.
@@ -98,6 +91,24 @@ def export_dataset(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return written
+
+
+def check_output_dir(output_dir: str | os.PathLike, overwrite: bool = False) -> Path:
+    """Checks that `output_dir` can be written before anything is built.
+
+    Raises:
+        FileExistsError: it is a file.
+        ValueError: a folder above it is a file, or it is not empty (without `overwrite`).
+    """
+    output_dir = Path(output_dir)
+    if output_dir.is_file():
+        raise FileExistsError(f"{output_dir}: is a file")
+    blocking = next((p for p in output_dir.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise ValueError(f"{output_dir}: cannot be created, {blocking} is a file")
+    if output_dir.is_dir() and any(output_dir.iterdir()) and not overwrite:
+        raise ValueError(f"{output_dir}: exists and is not empty (use --overwrite to replace it)")
+    return output_dir
 
 
 def _current_umask() -> int:
@@ -178,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     kwargs = {"cache_dir": args.cache_dir} if args.cache_dir else {}
     try:
+        check_output_dir(args.output_dir, args.overwrite)  # before the build, which may be long
         configs = build_configs(args.config, args.data_dir, **kwargs)
         written = export_dataset(
             configs, args.output_dir, args.repo_id, args.overwrite, args.max_shard_mb << 20
