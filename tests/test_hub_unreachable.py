@@ -145,6 +145,8 @@ def test_push_rows_are_checked_before_any_hub_call(tmp_path, capsys):
 def test_push_metric_checks_name_and_python_before_any_hub_call(repo_root, tmp_path):
     with pytest.raises(ValueError, match="NAME must be letters"):
         push_metric.push_metric("me/bad-name", api=_NoHub(), dry_run=True)
+    with pytest.raises(ValueError, match="expected NAMESPACE/NAME"):
+        push_metric.push_metric("a space/name", api=_NoHub(), dry_run=True)
     # A module that imports a helper missing from the folder would only fail on the Hub.
     folder = tmp_path / "m"
     shutil.copytree(repo_root / "metric" / "ambigdocs_metric", folder)

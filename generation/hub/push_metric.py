@@ -102,8 +102,7 @@ def space_name(repo_id: str) -> str:
         ValueError: `repo_id` is not `NAMESPACE/NAME`, or NAME is not a Python identifier
             (evaluate imports `NAME.py` as a module; `evaluate-cli` refuses dashes too).
     """
-    if repo_id.count("/") != 1:
-        raise ValueError(f"repo id {repo_id!r}: expected NAMESPACE/NAME")
+    remote.check_repo_id(repo_id)
     name = repo_id.split("/")[1]
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise ValueError(f"repo id {repo_id!r}: NAME must be letters, digits and '_' (no '-', '.')")
