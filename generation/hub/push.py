@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import functools
 import sys
 import tempfile
 from pathlib import Path
@@ -307,38 +308,19 @@ def push_split(
 
         api = HfApi()
     with tempfile.TemporaryDirectory(prefix="ambigdocs-push-") as tmp:
+        plan = functools.partial(
+            _print_plan, dataset, repo_id, split, config, Path(tmp), revision, out
+        )
         try:
             state = remote.read_repo_state(api, repo_id, REPO_TYPE, revision)
             card_text = remote.read_text_file(api, repo_id, REPO_TYPE, state, "README.md")
         except Exception as err:
             if dry_run and remote.is_unreachable(err):
                 # Still show what was checked offline: the plan for a new repository.
-                _print_plan(
-                    dataset,
-                    repo_id,
-                    split,
-                    config,
-                    remote.RepoState(),
-                    None,
-                    Path(tmp),
-                    revision,
-                    out,
-                    offline=True,
-                )
+                plan(remote.RepoState(), None, offline=True)
             raise
         remote.check_pr_target(state, revision, create_pr)  # before printing or uploading
-        operations = _print_plan(
-            dataset,
-            repo_id,
-            split,
-            config,
-            state,
-            card_text,
-            Path(tmp),
-            revision,
-            out,
-            dry_run=dry_run,
-        )
+        operations = plan(state, card_text, dry_run=dry_run)
         if dry_run:
             return None
         info = remote.commit(
@@ -357,18 +339,18 @@ def push_split(
 
 
 def _print_plan(
-    dataset,
-    repo_id,
-    split,
-    config,
-    state,
-    card_text,
-    workdir,
-    revision,
+    dataset: datasets.Dataset,
+    repo_id: str,
+    split: str,
+    config: str,
+    workdir: Path,
+    revision: str | None,
     out,
+    state: remote.RepoState,
+    card_text: str | None,
     *,
-    dry_run=True,
-    offline=False,
+    dry_run: bool = True,
+    offline: bool = False,
 ) -> list:
     """Plans the commit (see `plan_push`) and prints it; on a dry run, the card too.
 
