@@ -377,10 +377,10 @@ def _download_release(dl_manager) -> dict[str, str]:
     try:
         return dl_manager.download(RELEASE_URLS)
     except Exception as err:  # offline, refused, moved, no access: reported alike, in one line
-        from metric.ambigdocs_metric.hub_errors import hub_unreachable, one_line
+        from metric.ambigdocs_metric.hub_errors import hub_unreachable, root_cause
 
         offline = datasets.config.HF_HUB_OFFLINE and hub_unreachable(err)
-        detail = "HF_HUB_OFFLINE is set" if offline else one_line(err)
+        detail = "HF_HUB_OFFLINE is set" if offline else root_cause(err)
         where = f"{RELEASE_REPO_ID} on {constants.ENDPOINT}"
         raise ReleaseDownloadError(
             f"cannot download the AmbigDocs release ({where}: {detail})"

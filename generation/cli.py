@@ -74,13 +74,13 @@ def _hub_unreachable(prog: str, err: Exception) -> int:
     no network, the libraries fail with a long chain of exceptions. Anything else is raised
     again.
     """
-    from metric.ambigdocs_metric.hub_errors import hub_unreachable, one_line
+    from metric.ambigdocs_metric.hub_errors import hub_unreachable, root_cause
 
     if not hub_unreachable(err):
         raise err
     from huggingface_hub import constants
 
-    detail = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else one_line(err)
+    detail = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else root_cause(err)
     print(
         f"{prog}: cannot reach the Hugging Face Hub at {constants.ENDPOINT} ({detail}), and "
         "what it needs is not in the local cache; give a local path or download it first",

@@ -91,6 +91,7 @@ def test_evaluate_with_an_unreachable_qa_model_asked_for(tmp_path, repo_root, sa
     args = [
         "evaluate",
         str(sample_dir / "answers.json"),
+        "--allow-duplicate-qids",
         "--output-dir",
         str(tmp_path / "scores"),
         "--qa-model",
@@ -99,7 +100,7 @@ def test_evaluate_with_an_unreachable_qa_model_asked_for(tmp_path, repo_root, sa
     run, last = _run(args, tmp_path, False, repo_root)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert last.startswith(
-        "ambigdocs evaluate: cannot load the QA model 'someone/qa-model' for Disambig-F1 "
+        "ambigdocs evaluate: error: cannot load the QA model 'someone/qa-model' for Disambig-F1 "
         "(the Hub cannot be reached and it is not in the local cache; "
     )
 

@@ -21,7 +21,7 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
-from metric.ambigdocs_metric.hub_errors import hub_unreachable, one_line
+from metric.ambigdocs_metric.hub_errors import hub_unreachable, root_cause
 
 _REPO_PART = re.compile(r"[A-Za-z0-9][\w.-]*")
 
@@ -226,14 +226,14 @@ def fail(prog: str, err: BaseException) -> int:
     if isinstance(err, (ValueError, FileExistsError)):
         message = str(err)
     elif is_unreachable(err):
-        detail = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else one_line(err)
+        detail = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else root_cause(err)
         message = f"cannot reach the Hugging Face Hub at {constants.ENDPOINT} ({detail})"
     elif isinstance(err, HfHubHTTPError):
-        message = f"the Hub call failed: {one_line(err)}"
+        message = f"the Hub call failed: {root_cause(err)}"
     elif isinstance(err, OSError) and err.filename:  # a local file or folder
-        message = f"{err.filename}: {err.strerror or one_line(err)}"
+        message = f"{err.filename}: {err.strerror or root_cause(err)}"
     elif isinstance(err, OSError):
-        message = f"the Hub call failed: {one_line(err)}"
+        message = f"the Hub call failed: {root_cause(err)}"
     else:
         raise err
     print(f"{prog}: {message}", file=sys.stderr)

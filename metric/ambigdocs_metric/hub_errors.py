@@ -3,7 +3,7 @@
 Loading a model or a file from the Hub fails in many layers (httpx, huggingface_hub,
 transformers, datasets), each wrapping the one below, so the user sees a long chain of
 exceptions. `hub_unreachable` finds out whether the root of such a chain is a network failure or
-offline mode (as opposed to, say, a malformed file), and `one_line` says what happened in one
+offline mode (as opposed to, say, a malformed file), and `root_cause` says what happened in one
 line. Light on purpose: no heavy import, usable from the command line and the `evaluate` module.
 """
 
@@ -54,7 +54,7 @@ def hub_unreachable(err: BaseException) -> bool:
     return any(isinstance(e, network) for e in _chain(err))
 
 
-def one_line(err: BaseException, limit: int = 200) -> str:
+def root_cause(err: BaseException, limit: int = 200) -> str:
     """`Type: message` of the root cause of `err`, on one line, at most `limit` characters.
 
     The root cause says what actually failed (`ConnectError: [Errno 111] Connection refused`);

@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from .disambig_f1 import QAExtractor
-from .hub_errors import hub_unreachable, one_line
+from .hub_errors import hub_unreachable, root_cause
 
 
 class QAModelError(OSError):
@@ -53,7 +53,7 @@ def load_qa_extractor(qa_model: Any, batch_size: int = 64) -> QAExtractor:
         unreachable = hub_unreachable(err)
         why = "the Hub cannot be reached and it is not in the local cache; " if unreachable else ""
         raise QAModelError(
-            f"cannot load the QA model {qa_model!r} for Disambig-F1 ({why}{one_line(err)})",
+            f"cannot load the QA model {qa_model!r} for Disambig-F1 ({why}{root_cause(err)})",
             unreachable=unreachable,
         ) from None
 
