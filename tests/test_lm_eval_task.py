@@ -104,6 +104,31 @@ def test_unloadable_qa_model_is_a_clear_error(tmp_path):
         harness.load_qa_model(str(tmp_path / "missing"))
 
 
+def test_task_metadata_reaches_the_task_and_docs_are_the_answer_commands(
+    sample_dir, tiny_qa_dir, tmp_path, monkeypatch
+):
+    from lm_eval.tasks import TaskManager
+
+    from generation.documents import select_documents
+
+    monkeypatch.delenv(harness.QA_MODEL_ENV, raising=False)
+    include = _sample_tasks(tmp_path / "tasks", sample_dir)
+    manager = TaskManager(include_path=str(include), metadata={"qa_model": str(tiny_qa_dir)})
+    tasks = manager.load(["ambigdocs_sample", "fs_sample"])["tasks"]
+    zero, few = tasks["ambigdocs_sample"], tasks["fs_sample"]
+    assert type(zero) is harness.AmbigDocsTask and type(few) is harness.AmbigDocsFewShotTask
+    assert zero.options == harness.TaskOptions(seed=0, num_docs=5, qa_model=str(tiny_qa_dir))
+    rows = json.loads((sample_dir / "test.json").read_text())
+    docs = list(zero.test_docs())
+    assert [d["docs"] for d in docs] == [select_documents(r, "gold-only", 0) for r in rows]
+    assert few.fewshot_context(docs[0], 0).count("\nAnswer:") == 3  # two exemplars + the query
+    with pytest.raises(ValueError, match="ambigdocs_fewshot"):
+        zero.fewshot_context(docs[0], 2)
+    out = zero.process_results(docs[0], ["Charles Bernard Day was born in Alabama."])
+    assert out[harness.DISAMBIG_F1]["qa_model"] == str(tiny_qa_dir)
+    assert set(out) == {*harness.LEXICAL_METRICS, harness.DISAMBIG_F1}
+
+
 # --- samples file -----------------------------------------------------------------------------------
 
 
