@@ -103,3 +103,24 @@ def test_unknown_format_or_backend_is_an_error():
         render_answer_input("Q?", [], prompt_format="nope")
     with pytest.raises(ValueError, match="backend_kind"):
         render_answer_input("Q?", [], prompt_format="authors", backend_kind="tgi")
+
+
+def test_open_models_get_one_bos_from_the_tokenizer():
+    # As the authors' `tokenizer([prompt])`: the raw text plus the tokenizer's BOS, no template.
+    pytest.importorskip("tokenizers")
+    from tiny_models import make_tiny_tokenizer
+    from tokenizers.processors import TemplateProcessing
+
+    from generation.backends.hf import encode_prompt
+
+    tok = make_tiny_tokenizer()
+    bos = tok.convert_tokens_to_ids("<s>")
+    tok.backend_tokenizer.post_processor = TemplateProcessing(
+        single="<s> $A", special_tokens=[("<s>", bos)]
+    )
+    docs = _docs(3, seed=1)
+    for few_shot in (False, True):
+        text = render_answer_input("Q?", docs, prompt_format="authors", few_shot=few_shot)
+        ids = encode_prompt(tok, text)
+        assert ids[0] == bos and ids.count(bos) == 1
+        assert ids[1:] == tok(text, add_special_tokens=False)["input_ids"]

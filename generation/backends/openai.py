@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
-from generation.backends.base import Generation
+from generation.backends.base import Generation, mask_secrets
 from generation.prompts import Prompt
 
 DEFAULT_MAX_CONCURRENCY = 8
@@ -102,6 +102,7 @@ class OpenAIBackend:
         self.seed = seed
         self.show_progress = show_progress
         self._openai = openai
+        self._secrets = (key,)  # masked out of every message, whatever the server echoes
         # The client's own retries are off: ours are explicit, logged and tested.
         self.client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
         self._rng = random.Random()
@@ -180,7 +181,7 @@ class OpenAIBackend:
                 return self._to_generation(response, return_scores, index)
             except openai.APIStatusError as err:
                 status, retry_after = err.status_code, _retry_after(err)
-                reason = f"HTTP {status}: {_server_message(err)}"
+                reason = mask_secrets(f"HTTP {status}: {_server_message(err)}", self._secrets)
                 if status not in RETRYABLE_STATUS:
                     raise RuntimeError(f"prompt {index}: {reason}") from None
             except (openai.APITimeoutError, openai.APIConnectionError) as err:

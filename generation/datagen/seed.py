@@ -43,22 +43,23 @@ Python: `run(passages, disambiguation, output, num_proc=...)` (used by `build al
 
 from __future__ import annotations
 
-import argparse
-import gc
 import json
 import os
 import random
 import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
+from typing import Literal
 
 from generation.datagen import overlap as ov
 from generation.datagen.stage_io import write_stage
 from generation.io.passages import collect_passages
+from generation.io.records import gc_paused
 from generation.io.resume import discard_work, open_work
+from generation.options import option, run_command
 
 TIE_BREAKS = ("first", "random")
 METHODS = ("fast", "dp")
@@ -139,25 +140,10 @@ def select_seed_pair(
     positions = [i for i, t in enumerate(titles) if passages.get(t)]
     if len(positions) < 2:
         return None
-    with _gc_paused():
+    # A page allocates tens of thousands of small tuples that hold no reference cycles; each 700
+    # allocations would otherwise start a collection that scans them (up to twice as slow).
+    with gc_paused():
         return _select_fast(page, titles, passages, positions, tie_break, seed)
-
-
-@contextmanager
-def _gc_paused():
-    """Pauses the cyclic garbage collector (restoring its state after).
-
-    A page allocates tens of thousands of small tuples that hold no reference cycles; each
-    700 allocations would otherwise start a collection that scans them, which made the search
-    up to twice as slow. Reference counting still frees everything as usual.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _select_fast(page, titles, passages, positions, tie_break, seed) -> dict | None:
@@ -349,7 +335,7 @@ def _check_options(tie_break: str, method: str, num_proc: int) -> None:
 
 def _collect_needed(passages, todo: Mapping[str, list[str]], max_passages: int, progress: bool):
     """Streams the passage file once, keeping the passages of the titles the pages to do name."""
-    with _gc_paused():  # millions of short-lived rows, no cycles among them
+    with gc_paused():  # millions of short-lived rows, no cycles among them
         wanted = {t for titles in todo.values() for t in titles}
         return collect_passages(passages, wanted, max_passages, progress)
 
@@ -410,57 +396,34 @@ def _resume_note(resumed: int) -> dict:
     }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="ambigdocs build seed",
-        description="Select one seed document pair per disambiguation page (pipeline.md §2).",
+@dataclass(kw_only=True)
+class SeedOptions:
+    passages: str = option(help="DPR passage TSV (id, text, title)")
+    disambiguation: str = option(help="map JSON {page: [entity titles]}")
+    output: str = option(help="output JSONL (or .parquet)")
+    num_proc: int = option(1, help="worker processes")
+    tie_break: Literal["first", "random"] = option(
+        "first", help="first: the first tied pair in loop order (authors); random: seeded per page"
     )
-    p.add_argument("--passages", required=True, help="DPR passage TSV (id, text, title)")
-    p.add_argument("--disambiguation", required=True, help="map JSON {page: [entity titles]}")
-    p.add_argument("--output", required=True, help="output JSONL (or .parquet)")
-    p.add_argument("--num-proc", type=int, default=1, help="worker processes (default 1)")
-    p.add_argument(
-        "--tie-break",
-        choices=TIE_BREAKS,
-        default="first",
-        help="first: the first tied pair in loop order (authors); random: seeded per page",
+    seed: int = option(0, help="seed of --tie-break random")
+    method: Literal["fast", "dp"] = option(
+        "fast", help="fast, or dp: the authors' quadratic DP (identical output, slow)"
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of --tie-break random")
-    p.add_argument(
-        "--method",
-        choices=METHODS,
-        default="fast",
-        help="fast (default) or dp: the authors' quadratic DP, identical output, slow",
-    )
-    p.add_argument("--min-entities", type=int, default=2)
-    p.add_argument("--max-entities", type=int, default=10)
-    p.add_argument("--max-passages", type=int, default=20, help="max passages per entity")
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    p.add_argument("--overwrite", action="store_true", help="discard an interrupted run's work")
-    return p
+    min_entities: int = option(2, help="pages with fewer entities are skipped")
+    max_entities: int = option(10, help="pages with more entities are skipped")
+    max_passages: int = option(20, help="entities with more passages have none")
+    progress: bool = option(True, help="show progress bars (--no-progress hides them)")
+    overwrite: bool = option(False, help="discard an interrupted run's work")
+
+
+OPTIONS = (SeedOptions,)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        run(
-            args.passages,
-            args.disambiguation,
-            args.output,
-            num_proc=args.num_proc,
-            tie_break=args.tie_break,
-            seed=args.seed,
-            method=args.method,
-            min_entities=args.min_entities,
-            max_entities=args.max_entities,
-            max_passages=args.max_passages,
-            progress=not args.no_progress,
-            overwrite=args.overwrite,
-        )
-    except (ValueError, FileNotFoundError) as err:
-        print(f"ambigdocs build seed: error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    description = "Select one seed document pair per disambiguation page (docs/pipeline.md §2)."
+    return run_command(
+        "ambigdocs build seed", description, OPTIONS, lambda o: run(**asdict(o)), argv
+    )
 
 
 if __name__ == "__main__":
