@@ -5,7 +5,8 @@ ships inside the `generation` package, so that an installed toolkit finds it as 
 
     lm_eval --include_path "$(python -c 'import generation.lm_eval_tasks as t; print(t.TASK_DIR)')" ...
 
-The task itself is `harness.py`; see docs/lm_eval.md.
+The task itself is `harness.py`; the README's section "lm-evaluation-harness" shows the
+commands and how the numbers relate to `ambigdocs answer` + `ambigdocs evaluate`.
 """
 
 from pathlib import Path
