@@ -76,7 +76,9 @@ def test_bad_metadata_is_a_clear_error(metadata, field):
 
 
 def test_aggregated_scores_equal_ambigdocs_evaluate(sample_answers):
-    records = [harness.process_results(row, [row["gen_answer"]]) for row in sample_answers]
+    docs = [{**row, "doc_index": i} for i, row in enumerate(sample_answers)]
+    # several lm-eval processes hand the records over rank by rank: not in data order
+    records = [harness.process_results(doc, [doc["gen_answer"]]) for doc in docs][::-1]
     _, summary = evaluate_rows(sample_answers, unique_qids=False)  # 5 answers per question
     for name in harness.LEXICAL_METRICS:
         assert getattr(harness, name)([r[name] for r in records]) == summary[name], name
@@ -85,13 +87,24 @@ def test_aggregated_scores_equal_ambigdocs_evaluate(sample_answers):
     assert 0 < summary["answer_recall"] < 1
 
 
+def test_aggregation_sums_in_data_order_whatever_order_lm_eval_hands_over():
+    values = [0.1, 0.2, 0.3]  # (0.1 + 0.2) + 0.3 != (0.3 + 0.2) + 0.1 in floating point
+    assert sum(values) != sum(values[::-1])
+    records = [
+        {**harness.ExampleScores(v, v, v, 3, "partial", v, 2)._asdict(), "doc_index": i}
+        for i, v in enumerate(values)
+    ]
+    assert harness.answer_recall(records[::-1]) == sum(values) / 3
+    assert harness.answer_recall(records[1:] + records[:1]) == sum(values) / 3
+
+
 def test_disambig_f1_aggregation_equals_ambigdocs_evaluate(sample_answers, tiny_qa_dir):
     from metric.ambigdocs_metric.disambig_f1 import QAExtractor
 
     records = [
-        harness.disambig_f1_record(row, row["gen_answer"], str(tiny_qa_dir))
-        for row in sample_answers
-    ]
+        harness.disambig_f1_record({**row, "doc_index": i}, row["gen_answer"], str(tiny_qa_dir))
+        for i, row in enumerate(sample_answers)
+    ][::-1]
     json.dumps(records)  # lm-eval logs and gathers them: plain JSON
     rows, summary = evaluate_rows(sample_answers, unique_qids=False)
     add_disambig_f1(sample_answers, rows, summary, QAExtractor(str(tiny_qa_dir)))

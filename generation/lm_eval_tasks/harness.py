@@ -49,6 +49,7 @@ LEXICAL_METRICS = (
     *CATEGORIES,
 )
 DISAMBIG_F1 = "disambig_f1"
+DOC_INDEX = "doc_index"
 
 
 # --- options ---------------------------------------------------------------------------------
@@ -92,12 +93,27 @@ class TaskOptions:
 
 def add_shown_documents(dataset, seed: int = 0, num_docs: int = DEFAULT_NUM_DOCS):
     """The data set with `docs`, each row's shown documents in prompt order (Gold Only), drawn
-    by `select_documents` as `ambigdocs answer --seed SEED` draws them."""
+    by `select_documents` as `ambigdocs answer --seed SEED` draws them, and `doc_index`, its
+    position (see `in_data_order`)."""
 
-    def shown(row: dict) -> dict:
-        return {"docs": select_documents(row, SETTING, seed, num_docs=num_docs)}
+    def shown(row: dict, index: int) -> dict:
+        docs = select_documents(row, SETTING, seed, num_docs=num_docs)
+        return {"docs": docs, DOC_INDEX: index}
 
-    return dataset.map(shown, desc="AmbigDocs shown documents")
+    return dataset.map(shown, with_indices=True, desc="AmbigDocs shown documents")
+
+
+def in_data_order(records: list[Mapping]) -> list[Mapping]:
+    """The records sorted by `doc_index`.
+
+    Several lm-eval processes each score every n-th doc and their records are concatenated
+    rank by rank; in data order the means are summed exactly as `ambigdocs evaluate` sums them
+    over the answers file (which `samples.py` writes in data order), so the two agree to the bit
+    whatever the process count.
+    """
+    if all(r.get(DOC_INDEX) is not None for r in records):
+        return sorted(records, key=lambda r: r[DOC_INDEX])
+    return records
 
 
 def render_prompt(doc: Mapping, *, few_shot: bool, chat: bool):
@@ -130,13 +146,15 @@ def process_results(doc: Mapping, results: list[str]) -> dict[str, dict]:
     calls.
     """
     (scores,) = score_examples([results[0]], [doc], [doc["docs"]])
-    record = scores._asdict()
+    record = {**scores._asdict(), DOC_INDEX: doc.get(DOC_INDEX)}
     return {name: record for name in LEXICAL_METRICS}
 
 
 def _aggregator(name: str):
     def aggregate_metric(records: list[Mapping]) -> float:
-        return aggregate([ExampleScores(**r) for r in records])[name]
+        fields = ExampleScores._fields
+        scores = [ExampleScores(*(r[f] for f in fields)) for r in in_data_order(records)]
+        return aggregate(scores)[name]
 
     aggregate_metric.__name__ = aggregate_metric.__qualname__ = name
     aggregate_metric.__doc__ = f"`{name}` of `scoring.aggregate` over the examples' scores."
@@ -164,6 +182,7 @@ def disambig_f1_record(doc: Mapping, answer: str, qa_model: str) -> dict:
         documents = [{k: d.get(k) for k in ("title", "answer", "pid")} for d in documents]
     return {
         "qa_model": qa_model,
+        DOC_INDEX: doc.get(DOC_INDEX),
         "qid": doc.get("qid"),
         "question": doc["question"],
         "ambiguous_entity": doc["ambiguous_entity"],
@@ -200,6 +219,7 @@ def disambig_f1(records: list[Mapping]) -> float:
     if len(names) != 1:
         raise ValueError(f"ambigdocs: Disambig-F1 records name several QA models: {sorted(names)}")
     qa = load_qa_model(names.pop())
+    records = in_data_order(records)
     values = per_example([r["gen_answer"] for r in records], records, qa)
     values = [v for v in values if v is not None]
     return sum(values) / len(values) if values else 0.0
