@@ -61,14 +61,18 @@ def test_options_from_metadata_and_environment(monkeypatch):
     monkeypatch.delenv(harness.QA_MODEL_ENV, raising=False)
     assert harness.TaskOptions.from_metadata(None) == harness.TaskOptions(0, 5, None)
     monkeypatch.setenv(harness.QA_MODEL_ENV, "env-qa")
-    assert harness.TaskOptions.from_metadata({"seed": 3}).qa_model == "env-qa"
+    assert harness.TaskOptions.from_metadata({"document_seed": 3}).qa_model == "env-qa"
     got = harness.TaskOptions.from_metadata({"qa_model": "meta-qa", "num_docs": 2})
     assert (got.qa_model, got.num_docs, got.seed) == ("meta-qa", 2, 0)
 
 
 @pytest.mark.parametrize(
     ("metadata", "field"),
-    [({"seed": "0"}, "seed"), ({"num_docs": 0}, "num_docs"), ({"qa_model": 3}, "qa_model")],
+    [
+        ({"document_seed": "0"}, "document_seed"),
+        ({"num_docs": 0}, "num_docs"),
+        ({"qa_model": 3}, "qa_model"),
+    ],
 )
 def test_bad_metadata_is_a_clear_error(metadata, field):
     with pytest.raises(ValueError, match=field):
@@ -126,7 +130,9 @@ def test_task_metadata_reaches_the_task_and_docs_are_the_answer_commands(
 
     monkeypatch.delenv(harness.QA_MODEL_ENV, raising=False)
     include = _sample_tasks(tmp_path / "tasks", sample_dir)
-    manager = TaskManager(include_path=str(include), metadata={"qa_model": str(tiny_qa_dir)})
+    # what the CLI passes: --model_args merged with --metadata (vLLM's `seed` must not count)
+    metadata = {"pretrained": "x", "seed": 1234, "qa_model": str(tiny_qa_dir)}
+    manager = TaskManager(include_path=str(include), metadata=metadata)
     tasks = manager.load(["ambigdocs_sample", "fs_sample"])["tasks"]
     zero, few = tasks["ambigdocs_sample"], tasks["fs_sample"]
     assert type(zero) is harness.AmbigDocsTask and type(few) is harness.AmbigDocsFewShotTask

@@ -17,8 +17,10 @@ it (with `--few-shot` for the second task), and score its answers with the toolk
   over all answers) when a QA model is named by the task metadata `qa_model` (`--metadata`) or
   the environment variable `AMBIGDOCS_QA_MODEL`, and left out, with a logged note, otherwise.
 
-Task metadata (`--metadata '{"seed": 0, "num_docs": 5, "qa_model": "..."}'`): `seed` and
-`num_docs` are `ambigdocs answer`'s `--seed` (0) and `--num-docs` (5).
+Task metadata (`--metadata '{"document_seed": 0, "num_docs": 5, "qa_model": "..."}'`):
+`document_seed` and `num_docs` are `ambigdocs answer`'s `--seed` (0) and `--num-docs` (5). The
+seed has its own name because lm-eval also merges `--model_args` into every task's metadata, and
+model arguments such as vLLM's `seed` must not change which documents are shown.
 """
 
 from __future__ import annotations
@@ -68,12 +70,13 @@ class TaskOptions:
         """The options from task metadata, the QA model falling back to `AMBIGDOCS_QA_MODEL`.
 
         Raises:
-            ValueError: `seed` or `num_docs` not an integer, `num_docs` below 1, or `qa_model`
+            ValueError: `document_seed` or `num_docs` not an integer, `num_docs` below 1, or `qa_model`
                 not a string.
         """
         metadata = metadata or {}
-        seed, num_docs = metadata.get("seed", 0), metadata.get("num_docs", DEFAULT_NUM_DOCS)
-        for name, value in (("seed", seed), ("num_docs", num_docs)):
+        seed = metadata.get("document_seed", 0)
+        num_docs = metadata.get("num_docs", DEFAULT_NUM_DOCS)
+        for name, value in (("document_seed", seed), ("num_docs", num_docs)):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(
                     f"ambigdocs task metadata: {name} must be an integer, got {value!r}"
