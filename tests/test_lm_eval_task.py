@@ -63,7 +63,7 @@ def test_options_from_metadata_and_environment(monkeypatch):
     monkeypatch.setenv(harness.QA_MODEL_ENV, "env-qa")
     assert harness.TaskOptions.from_metadata({"document_seed": 3}).qa_model == "env-qa"
     got = harness.TaskOptions.from_metadata({"qa_model": "meta-qa", "num_docs": 2})
-    assert (got.qa_model, got.num_docs, got.seed) == ("meta-qa", 2, 0)
+    assert (got.qa_model, got.num_docs, got.document_seed) == ("meta-qa", 2, 0)
 
 
 @pytest.mark.parametrize(
@@ -136,7 +136,9 @@ def test_task_metadata_reaches_the_task_and_docs_are_the_answer_commands(
     tasks = manager.load(["ambigdocs_sample", "fs_sample"])["tasks"]
     zero, few = tasks["ambigdocs_sample"], tasks["fs_sample"]
     assert type(zero) is harness.AmbigDocsTask and type(few) is harness.AmbigDocsFewShotTask
-    assert zero.options == harness.TaskOptions(seed=0, num_docs=5, qa_model=str(tiny_qa_dir))
+    assert zero.options == harness.TaskOptions(
+        document_seed=0, num_docs=5, qa_model=str(tiny_qa_dir)
+    )
     rows = json.loads((sample_dir / "test.json").read_text())
     docs = list(zero.test_docs())
     assert [d["docs"] for d in docs] == [select_documents(r, "gold-only", 0) for r in rows]
@@ -148,7 +150,7 @@ def test_task_metadata_reaches_the_task_and_docs_are_the_answer_commands(
     assert set(out) == {*harness.LEXICAL_METRICS, harness.DISAMBIG_F1}
 
 
-# --- samples file -----------------------------------------------------------------------------------
+# --- samples file ---------------------------------------------------------------------------
 
 
 def test_samples_file_errors_are_one_line(tmp_path, capsys):
@@ -166,7 +168,7 @@ def test_samples_file_errors_are_one_line(tmp_path, capsys):
         samples_to_answers(bad)
 
 
-# --- the real lm_eval command -------------------------------------------------------------------------
+# --- the real lm_eval command ----------------------------------------------------------------
 
 
 def _env(**extra) -> dict:

@@ -61,7 +61,7 @@ DOC_INDEX = "doc_index"
 class TaskOptions:
     """What the task metadata may set (the rest of the metadata is lm-eval's)."""
 
-    seed: int = 0
+    document_seed: int = 0
     num_docs: int = DEFAULT_NUM_DOCS
     qa_model: str | None = None
 
@@ -70,8 +70,8 @@ class TaskOptions:
         """The options from task metadata, the QA model falling back to `AMBIGDOCS_QA_MODEL`.
 
         Raises:
-            ValueError: `document_seed` or `num_docs` not an integer, `num_docs` below 1, or `qa_model`
-                not a string.
+            ValueError: `document_seed` or `num_docs` not an integer, `num_docs` below 1, or
+                `qa_model` not a string.
         """
         metadata = metadata or {}
         seed = metadata.get("document_seed", 0)
@@ -88,7 +88,7 @@ class TaskOptions:
             raise ValueError(
                 f"ambigdocs task metadata: qa_model must be a string, got {qa_model!r}"
             )
-        return cls(seed=seed, num_docs=num_docs, qa_model=qa_model)
+        return cls(document_seed=seed, num_docs=num_docs, qa_model=qa_model)
 
 
 # --- documents and prompts -------------------------------------------------------------------
@@ -256,7 +256,9 @@ class AmbigDocsTask(ConfigurableTask):
         """The test split with each row's shown documents (`docs`), computed once."""
         if self._docs is None:
             docs = super().test_docs()
-            self._docs = add_shown_documents(docs, self.options.seed, self.options.num_docs)
+            self._docs = add_shown_documents(
+                docs, self.options.document_seed, self.options.num_docs
+            )
         return self._docs
 
     def doc_to_text(self, doc, doc_to_text=None):
