@@ -53,14 +53,15 @@ Python: `run(dump, output, ...)` (used by `build all`).
 
 from __future__ import annotations
 
-import argparse
 import bz2
 import gzip
 import os
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
 from generation.datagen.gather_rules import (
     authors_dump_entities,
@@ -70,6 +71,7 @@ from generation.datagen.gather_rules import (
 )
 from generation.datagen.stage_io import format_stats, stats_path
 from generation.io.records import atomic_write_json
+from generation.options import option, run_command
 
 # The disambiguation templates of the English Wikipedia (Category:Disambiguation message boxes)
 # and their common redirects, lower-cased, spaces for underscores.
@@ -371,12 +373,12 @@ def gather_from_api(
     line of the text before "See also", in API order (the toolkit's earlier API rule).
 
     Raises:
-        ImportError: `wikipedia-api` is not installed.
+        ValueError: `wikipedia-api` is not installed.
     """
     try:
         import wikipediaapi
-    except ImportError as err:
-        raise ImportError("--source api needs `pip install wikipedia-api`") from err
+    except ImportError:
+        raise ValueError("--source api needs `pip install wikipedia-api`") from None
     from tqdm import tqdm
 
     wiki = wikipediaapi.Wikipedia(
@@ -411,61 +413,39 @@ def _category_members(category, depth: int, into: list[str]) -> None:
             _category_members(member, depth - 1, into)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="ambigdocs build gather",
-        description="Build the disambiguation map {page: [entity titles]} (pipeline.md §1).",
-    )
-    p.add_argument("--dump", help="MediaWiki XML dump (.xml, .xml.bz2, .xml.gz)")
-    p.add_argument("--output", required=True, help="the map JSON to write")
-    p.add_argument(
-        "--templates",
-        nargs="+",
-        default=list(DISAMBIGUATION_TEMPLATES),
+@dataclass(kw_only=True)
+class GatherOptions:
+    dump: str | None = option(None, help="MediaWiki XML dump (.xml, .xml.bz2, .xml.gz)")
+    output: str = option(help="the map JSON to write")
+    templates: list[str] = option(
+        list(DISAMBIGUATION_TEMPLATES),
         help="disambiguation template names (default: the English Wikipedia's)",
     )
-    p.add_argument("--min-entities", type=int, default=2)
-    p.add_argument("--max-entities", type=int, default=10)
-    p.add_argument(
-        "--resolve-redirects",
-        action="store_true",
-        help="map entity links through the dump's redirects (not the authors')",
+    min_entities: int = option(2, help="pages with fewer entities are left out")
+    max_entities: int = option(10, help="pages with more entities are left out")
+    resolve_redirects: bool = option(
+        False, help="map entity links through the dump's redirects (not the authors')"
     )
-    p.add_argument(
-        "--entity-rule",
-        choices=ENTITY_RULES,
-        default="authors",
+    entity_rule: Literal["authors", "list-items"] = option(
+        "authors",
         help="authors (default: their cuts, title rule and API link order) or list-items "
         "(links opening a list item, page order)",
     )
-    p.add_argument(
-        "--source",
-        choices=("dump", "api"),
-        default="dump",
+    source: Literal["dump", "api"] = option(
+        "dump",
         help="dump (default) or api: the authors' live route (needs wikipedia-api; unverified)",
     )
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    return p
+    progress: bool = option(True, help="show progress bars (--no-progress hides them)")
+
+
+OPTIONS = (GatherOptions,)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        run(
-            args.dump,
-            args.output,
-            templates=args.templates,
-            min_entities=args.min_entities,
-            max_entities=args.max_entities,
-            resolve_redirects=args.resolve_redirects,
-            source=args.source,
-            progress=not args.no_progress,
-            entity_rule=args.entity_rule,
-        )
-    except (ValueError, FileNotFoundError, ImportError) as err:
-        print(f"ambigdocs build gather: error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    description = "Build the disambiguation map {page: [entity titles]} (docs/pipeline.md §1)."
+    return run_command(
+        "ambigdocs build gather", description, OPTIONS, lambda o: run(**asdict(o)), argv
+    )
 
 
 if __name__ == "__main__":

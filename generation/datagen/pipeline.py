@@ -44,6 +44,7 @@ Python: `run(config_path, overwrite=(), dry_run=False) -> int`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import importlib
 import json
@@ -51,7 +52,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import MISSING, asdict
 from pathlib import Path
 
 from generation.cli import STAGES
@@ -125,23 +126,23 @@ def load_config(path: str | os.PathLike) -> tuple[Path, dict[str, dict]]:
     return workdir, ordered
 
 
-def to_argv(options: Mapping[str, object]) -> list[str]:
-    """Stage options to command-line arguments: `--key value`, `--flag`, `--key v1 v2` for lists
-    (the options that take several values), `--key k=v` per item of a mapping (repeatable)."""
+def command_line(options: Sequence[object]) -> list[str]:
+    """The command-line arguments that give these option dataclasses: the options that differ
+    from their defaults, `--no-X` for a flag turned off, several values after a list option."""
     argv: list[str] = []
-    for key, value in options.items():
-        flag = "--" + key.replace("_", "-")
-        if value is None or value is False:
-            continue
-        if value is True:
-            argv.append(flag)
-        elif isinstance(value, (list, tuple)):
-            argv += [flag, *map(str, value)]
-        elif isinstance(value, dict):
-            for k, v in value.items():  # e.g. backend_option: {dtype: bfloat16}
-                argv += [flag, f"{k}={v}"]
-        else:
-            argv += [flag, str(value)]
+    for values in options:
+        for f in dataclasses.fields(values):
+            value = getattr(values, f.name)
+            default = f.default_factory() if f.default_factory is not MISSING else f.default
+            if value == default:
+                continue
+            flag = "--" + f.name.replace("_", "-")
+            if isinstance(value, bool):
+                argv.append(flag if value else "--no-" + f.name.replace("_", "-"))
+            elif isinstance(value, (list, tuple)):
+                argv += [flag, *map(str, value)]
+            elif value is not None:
+                argv += [flag, str(value)]
     return argv
 
 
@@ -256,49 +257,47 @@ def run(
 
 
 class _StagePlan:
-    """One stage of the config, its options parsed into the stage's option dataclass."""
+    """One stage of the config, its options parsed into the stage's option dataclasses."""
 
     def __init__(self, name: str, module, options: tuple):
         self.name, self.module, self.options = name, module, options
-        self.record = _json_safe({k: v for o in options for k, v in asdict(o).items()})
+        self.record = _record(options)
 
     def describe(self) -> str:
-        return f"ambigdocs build {self.name} {' '.join(to_argv(self.record))}"
+        return f"ambigdocs build {self.name} {' '.join(command_line(self.options))}"
 
     def run(self, overwrite: bool) -> int:
-        values = {k: v for o in self.options for k, v in asdict(o).items()}
-        if overwrite and "overwrite" in values:
-            values["overwrite"] = True
+        options = [
+            dataclasses.replace(o, overwrite=True) if overwrite and hasattr(o, "overwrite") else o
+            for o in self.options
+        ]
         try:
-            self.module.run(**values)
+            # A stage with one option dataclass takes its fields, one with several takes them.
+            if len(options) == 1:
+                self.module.run(**asdict(options[0]))
+            else:
+                self.module.run(*options)
         except INPUT_ERRORS as err:
             print(f"ambigdocs build {self.name}: error: {one_line(err)}", file=sys.stderr)
             return 2
         return 0
 
 
-class _ArgvStagePlan:
-    """A stage whose module still takes its options as command-line arguments."""
-
-    def __init__(self, name: str, module, options: Mapping[str, object]):
-        self.name, self.module = name, module
-        self.record = _json_safe(dict(options))
-
-    def describe(self) -> str:
-        return f"ambigdocs build {self.name} {' '.join(to_argv(self.record))}"
-
-    def run(self, overwrite: bool) -> int:
-        argv = to_argv(self.record) + (["--overwrite"] if overwrite else [])
-        return int(self.module.main(argv) or 0)
-
-
-def _stage_plan(name: str, options: Mapping[str, object], config_path) -> object:
+def _stage_options(name: str, options: Mapping[str, object], where: str) -> tuple:
+    """The stage's options parsed into its option dataclasses (checked: names, types, values)."""
     module = importlib.import_module(STAGES[name][0])
-    option_types = getattr(module, "OPTIONS", None)
-    if option_types is None:
-        return _ArgvStagePlan(name, module, options)
-    where = f"{config_path}: stage {name!r}"
-    return _StagePlan(name, module, parse_mapping(option_types, options, where))
+    return parse_mapping(module.OPTIONS, options, where)
+
+
+def _stage_plan(name: str, options: Mapping[str, object], config_path) -> _StagePlan:
+    module = importlib.import_module(STAGES[name][0])
+    parsed = _stage_options(name, options, f"{config_path}: stage {name!r}")
+    return _StagePlan(name, module, parsed)
+
+
+def _record(options: Sequence[object]) -> dict:
+    """Every option of a stage, defaults filled in, as the state file records them."""
+    return _json_safe({k: v for o in options for k, v in asdict(o).items()})
 
 
 def _json_safe(values: Mapping[str, object]) -> dict:
@@ -308,12 +307,7 @@ def _json_safe(values: Mapping[str, object]) -> dict:
 
 def _recorded_options(name: str, options: Mapping[str, object]) -> dict:
     """The options as `run` records them (defaults filled in), to compare with the record."""
-    module = importlib.import_module(STAGES[name][0])
-    option_types = getattr(module, "OPTIONS", None)
-    if option_types is None:
-        return _json_safe(dict(options))
-    parsed = parse_mapping(option_types, options, f"stage {name!r}")
-    return _json_safe({k: v for o in parsed for k, v in asdict(o).items()})
+    return _record(_stage_options(name, options, f"stage {name!r}"))
 
 
 def _read_state(path: Path) -> dict:
