@@ -87,7 +87,7 @@ from generation.datagen.model_options import (
     make_backend,
     model_settings,
 )
-from generation.datagen.stage_io import read_stage, write_stage
+from generation.datagen.stage_io import check_output, read_stage, write_stage
 from generation.io.passages import collect_passages
 from generation.io.records import atomic_write_jsonl, read_records
 from generation.io.resume import chunks, finish_work, open_work
@@ -127,6 +127,8 @@ def other_entities(page_titles: Sequence[str], seed_titles: Sequence[str]) -> li
 
 
 def _validate(rows: Sequence[Mapping], mapping: Mapping, source: str) -> None:
+    if not rows:
+        raise ValueError(f"{source}: holds no rows")
     seen = set()
     for i, row in enumerate(rows):
         sn = row.get("surface_name")
@@ -594,6 +596,7 @@ def run(options: ExpandOptions, model: ModelOptions, entailment: EntailmentOptio
     Returns:
         The saved statistics (None for a dry run).
     """
+    check_output(options.output)
     exemplars = load_expansion_exemplars(options.exemplars) if options.exemplars else None
     _check_format(options.prompt_format, exemplars)
     passage_rule = dict(max_passages=options.max_passages,

@@ -56,7 +56,7 @@ from generation.datagen.entailment import (
     LazyEntailmentChecker,
     disambiguate_question,
 )
-from generation.datagen.stage_io import read_stage, status_counts, write_stage
+from generation.datagen.stage_io import check_output, read_stage, status_counts, write_stage
 from generation.io.resume import chunks, discard_work, finish_work, open_work
 from generation.options import check_at_least, option, run_command
 from generation.prompts import strip_disambiguation
@@ -157,6 +157,8 @@ def entailment_items(row: Mapping, suffix_rule: str = "exact") -> list[Entailmen
 
 
 def _validate(rows: Sequence[Mapping], source: str) -> None:
+    if not rows:
+        raise ValueError(f"{source}: holds no rows")
     seen = set()
     for i, row in enumerate(rows):
         sn = row.get("surface_name")
@@ -383,6 +385,7 @@ def run(options: FilterOptions, entailment: EntailmentOptions) -> dict:
     Returns:
         The saved statistics.
     """
+    check_output(options.output)
     return filter_questions(
         options.input,
         options.output,

@@ -59,6 +59,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
@@ -69,9 +70,9 @@ from generation.datagen.gather_rules import (
     authors_valid_title,
     opens_a_line,
 )
-from generation.datagen.stage_io import format_stats, stats_path
+from generation.datagen.stage_io import check_output, format_stats, stats_path
 from generation.io.records import atomic_write_json
-from generation.options import option, run_command
+from generation.options import one_line, option, run_command
 
 # The disambiguation templates of the English Wikipedia (Category:Disambiguation message boxes)
 # and their common redirects, lower-cased, spaces for underscores.
@@ -247,29 +248,54 @@ def iter_disambiguation_pages(
         except Exception as err:  # mwxml raises several types on a non-dump file
             raise ValueError(f"{path}: not a MediaWiki XML dump ({err})") from None
         namespaces = [ns.name for ns in (parsed.site_info.namespaces or []) if ns.id != 0]
-        for page in tqdm(parsed, desc=f"reading {path.name}", unit=" pages", disable=not progress):
-            stats["pages_read"] += 1
-            if page.namespace != 0:
-                continue
-            if page.redirect:
-                stats["redirects"] += 1
-                if redirects is not None:
-                    redirects[normalize_title(page.title)] = normalize_title(page.redirect)
-                continue
-            stats["articles"] += 1
-            text = None
-            for revision in page:  # the last revision is the current one
-                text = revision.text
-            if not text or not screen.search(text) or not uses_template(text, wanted):
-                continue
-            stats["disambiguation_pages"] += 1
-            if entity_rule == "list-items":
-                yield page.title, list_entities(text, namespaces)
-            elif not authors_valid_title(page.title):
-                stats["invalid_titles"] += 1
-            else:
-                blocked = [*namespaces, "image", *INTERWIKI_PREFIXES]
-                yield page.title, authors_dump_entities(text, blocked)
+        pages = tqdm(parsed, desc=f"reading {path.name}", unit=" pages", disable=not progress)
+        with _unreadable_dump(path, stats):
+            for page in pages:
+                found = _disambiguation_entry(page, screen, wanted, namespaces, redirects, stats,
+                                              entity_rule)  # fmt: skip
+                if found is not None:
+                    yield found
+
+
+def _disambiguation_entry(page, screen, wanted, namespaces, redirects, stats, entity_rule):
+    """(title, entities) when the page is a disambiguation page that passes the title rule;
+    counts the page in `stats` and records a redirect in `redirects`."""
+    stats["pages_read"] += 1
+    if page.namespace != 0:
+        return None
+    if page.redirect:
+        stats["redirects"] += 1
+        if redirects is not None:
+            redirects[normalize_title(page.title)] = normalize_title(page.redirect)
+        return None
+    stats["articles"] += 1
+    text = None
+    for revision in page:  # the last revision is the current one
+        text = revision.text
+    if not text or not screen.search(text) or not uses_template(text, wanted):
+        return None
+    stats["disambiguation_pages"] += 1
+    if entity_rule == "list-items":
+        return page.title, list_entities(text, namespaces)
+    if not authors_valid_title(page.title):
+        stats["invalid_titles"] += 1
+        return None
+    blocked = [*namespaces, "image", *INTERWIKI_PREFIXES]
+    return page.title, authors_dump_entities(text, blocked)
+
+
+@contextmanager
+def _unreadable_dump(path: Path, stats: dict):
+    """A dump that breaks off or goes bad mid-stream (truncated XML or compression) is bad
+    input: a ValueError naming the file and how far it was read."""
+    from mwxml.errors import MalformedXML
+
+    try:
+        yield
+    except (SyntaxError, EOFError, OSError, MalformedXML) as err:  # ParseError is a SyntaxError
+        raise ValueError(
+            f"{path}: the dump is not readable after {stats['pages_read']} pages ({one_line(err)})"
+        ) from None
 
 
 def run(
@@ -302,6 +328,11 @@ def run(
         raise ValueError(f"source must be 'dump' or 'api', got {source!r}")
     if entity_rule not in ENTITY_RULES:
         raise ValueError(f"entity_rule must be one of {ENTITY_RULES}, got {entity_rule!r}")
+    if not 0 <= min_entities <= max_entities:
+        raise ValueError(
+            f"--min-entities {min_entities} and --max-entities {max_entities}: need 0 <= min <= max"
+        )
+    check_output(output)
     counts: dict[str, int] = {}
     if source == "api":
         found = gather_from_api(progress=progress, entity_rule=entity_rule)
@@ -319,6 +350,8 @@ def run(
                 page: _unique(redirects.get(t, t) for t in titles) for page, titles in found.items()
             }
     kept = {p: ts for p, ts in found.items() if min_entities <= len(ts) <= max_entities}
+    if not kept:
+        print(f"gather: warning: no disambiguation page kept; {output} is empty", file=sys.stderr)
     atomic_write_json(output, kept)
     stats = {
         "stage": "gather",

@@ -59,7 +59,7 @@ from generation.datagen.model_options import (
     make_backend,
     model_settings,
 )
-from generation.datagen.stage_io import read_stage, write_stage
+from generation.datagen.stage_io import check_output, read_stage, write_stage
 from generation.io.records import atomic_write_jsonl, read_records
 from generation.io.resume import chunks, finish_work, open_work
 from generation.options import check_at_least, option, run_command
@@ -142,6 +142,8 @@ def validate_seed_rows(rows: Sequence[Mapping], source: str = "input") -> None:
         ValueError: naming the row (index and surface name) and the field that is wrong, or a
             surface name that occurs twice (it is the resume key).
     """
+    if not rows:
+        raise ValueError(f"{source}: holds no rows")
     seen = set()
     for i, row in enumerate(rows):
         where = f"{source}: row {i}"
@@ -396,6 +398,7 @@ def run(options: QuestionsOptions, model: ModelOptions) -> dict | None:
     Returns:
         The saved statistics (None for a dry run).
     """
+    check_output(options.output)
     exemplars = load_exemplars(options.exemplars) if options.exemplars else None
     backend = make_backend(model)
     try:
