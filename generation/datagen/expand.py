@@ -597,8 +597,8 @@ def run(options: ExpandOptions, model: ModelOptions, entailment: EntailmentOptio
         The saved statistics (None for a dry run).
     """
     check_output(options.output)
+    _check_format(options.prompt_format, options.exemplars)  # before the file is read
     exemplars = load_expansion_exemplars(options.exemplars) if options.exemplars else None
-    _check_format(options.prompt_format, exemplars)
     passage_rule = dict(max_passages=options.max_passages,
                         drop_last_passage=options.drop_last_passage)  # fmt: skip
     if options.dry_run:

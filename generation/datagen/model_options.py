@@ -14,6 +14,7 @@ import inspect
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from generation.backends.base import BACKENDS, LazyBackend, parse_backend_options
 from generation.options import one_line, option
@@ -142,6 +143,9 @@ def _tokenizer_has_chat_template(model: ModelOptions) -> bool:
 
     options = parse_backend_options(model.backend_option)
     source = str(options.get("tokenizer") or model.model)
+    local = Path(source).expanduser()
+    if (local.is_absolute() or source.startswith((".", "~"))) and not local.is_dir():
+        raise ValueError(f"--model {source!r}: no such model folder")
     try:
         tokenizer = AutoTokenizer.from_pretrained(
             source, trust_remote_code=bool(options.get("trust_remote_code", False))

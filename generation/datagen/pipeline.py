@@ -57,7 +57,7 @@ from pathlib import Path
 
 from generation.cli import STAGES
 from generation.datagen.stage_io import stats_path
-from generation.io.records import atomic_write_json
+from generation.io.records import atomic_write_json, check_utf8
 from generation.io.resume import partial_path
 from generation.options import INPUT_ERRORS, one_line, parse_mapping
 
@@ -95,7 +95,15 @@ def load_config(path: str | os.PathLike) -> tuple[Path, dict[str, dict]]:
     import yaml
 
     path = Path(path)
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    raw = path.read_bytes()
+    check_utf8(path, raw)
+    try:
+        data = yaml.safe_load(raw) or {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or type(err).__name__
+        raise ValueError(f"{path}{where}: not valid YAML ({problem})") from None
     if not isinstance(data, dict) or not isinstance(data.get("stages"), dict):
         raise ValueError(f"{path}: expected a mapping with a `stages:` mapping")
     unknown = set(data) - {"workdir", "stages"}
@@ -286,6 +294,11 @@ class _StagePlan:
 def _stage_options(name: str, options: Mapping[str, object], where: str) -> tuple:
     """The stage's options parsed into its option dataclasses (checked: names, types, values)."""
     module = importlib.import_module(STAGES[name][0])
+    known = {f.name for t in module.OPTIONS for f in dataclasses.fields(t)}
+    for key in options:
+        # `no_progress: true` was the argv form; the option is now the flag itself.
+        if key not in known and key.startswith("no_") and key[3:] in known:
+            raise ValueError(f"{where}: option {key!r} is now `{key[3:]}: false`")
     return parse_mapping(module.OPTIONS, options, where)
 
 

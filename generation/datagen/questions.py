@@ -55,6 +55,7 @@ from typing import Literal
 from generation.backends.base import Backend, LazyBackend
 from generation.datagen.model_options import (
     ModelOptions,
+    check_model_loadable,
     has_chat_template,
     make_backend,
     model_settings,
@@ -345,6 +346,8 @@ def resolve_prompt_format(
     if prompt_format is None and model.adapter:
         return "instruction"
     if prompt_format is not None and (dry_run or prompt_format != "chat"):
+        if not dry_run:
+            check_model_loadable(model)
         return prompt_format
     chat = has_chat_template(model, backend)
     if prompt_format is None:
@@ -399,6 +402,8 @@ def run(options: QuestionsOptions, model: ModelOptions) -> dict | None:
         The saved statistics (None for a dry run).
     """
     check_output(options.output)
+    if options.exemplars and options.prompt_format == "authors":
+        _check_format("authors", options.exemplars)  # refused before the file is read
     exemplars = load_exemplars(options.exemplars) if options.exemplars else None
     backend = make_backend(model)
     try:
