@@ -18,7 +18,9 @@ Prompts: `generation.prompts.render_question_prompt` (Figure 9 with the paper's 
 user's `--exemplars` file; `--prompt-format chat` for API/chat models, `instruction` for the
 distilled model, `plain` for a base model, `authors` for the exact messages of the authors' GPT-4
 script: their two exemplars, the query parts run together). The default is `instruction` when
-`--adapter` is given (the distilled model) and `chat` otherwise. The model calls go through the
+`--adapter` is given (the distilled model); otherwise, as for `ambigdocs answer`, `chat` when the
+model has a chat template (read from the tokenizer, before any weights load) and `plain` when it
+has none (`resolve_prompt_format`). The model calls go through the
 shared back-ends (`generation.backends.load_backend`) in chunks of `--chunk-size` seed pairs; every
 finished chunk is saved (`<output>.partial.jsonl`), so a rerun after a crash continues where it
 stopped. `--max-new-tokens` defaults to 150 for the `instruction` format (the authors' distilled
