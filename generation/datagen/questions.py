@@ -351,6 +351,8 @@ def resolve_prompt_format(
         if not dry_run:
             check_model_loadable(model)
         return prompt_format
+    if prompt_format == "chat" and model.backend not in ("hf", "vllm"):
+        return prompt_format  # openai models are chat models; a plug-in renders what it takes
     chat = has_chat_template(model, backend)
     if prompt_format is None:
         return "chat" if chat else "plain"
