@@ -151,6 +151,7 @@ def test_gather_dump_that_breaks_off(tmp_path, capsys, repo_root):
         (["--min-entities", "5", "--max-entities", "2"], "need 0 <= min <= max"),
         (["--output", "{tmp}/m.json/x.json"], "is a file, not a folder"),
         (["--entity-rule", "links"], "invalid choice"),
+        (["--templates", " "], "give at least one template name"),
     ],
 )
 def test_gather_bad_options(tmp_path, capsys, repo_root, extra, fragment):

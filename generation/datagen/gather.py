@@ -332,6 +332,8 @@ def run(
         raise ValueError(
             f"--min-entities {min_entities} and --max-entities {max_entities}: need 0 <= min <= max"
         )
+    if source == "dump" and not [t for t in templates if normalize_template(t)]:
+        raise ValueError("--templates: give at least one template name")
     check_output(output)
     counts: dict[str, int] = {}
     if source == "api":
