@@ -324,16 +324,7 @@ def run(
     Returns:
         The statistics as saved.
     """
-    if source not in ("dump", "api"):
-        raise ValueError(f"source must be 'dump' or 'api', got {source!r}")
-    if entity_rule not in ENTITY_RULES:
-        raise ValueError(f"entity_rule must be one of {ENTITY_RULES}, got {entity_rule!r}")
-    if not 0 <= min_entities <= max_entities:
-        raise ValueError(
-            f"--min-entities {min_entities} and --max-entities {max_entities}: need 0 <= min <= max"
-        )
-    if source == "dump" and not [t for t in templates if normalize_template(t)]:
-        raise ValueError("--templates: give at least one template name")
+    _check_options(source, entity_rule, min_entities, max_entities, templates)
     check_output(output)
     counts: dict[str, int] = {}
     if source == "api":
@@ -368,6 +359,19 @@ def run(
     atomic_write_json(stats_path(output), stats)
     print(format_stats(stats))
     return stats
+
+
+def _check_options(source, entity_rule, min_entities, max_entities, templates) -> None:
+    if source not in ("dump", "api"):
+        raise ValueError(f"source must be 'dump' or 'api', got {source!r}")
+    if entity_rule not in ENTITY_RULES:
+        raise ValueError(f"entity_rule must be one of {ENTITY_RULES}, got {entity_rule!r}")
+    if not 0 <= min_entities <= max_entities:
+        raise ValueError(
+            f"--min-entities {min_entities} and --max-entities {max_entities}: need 0 <= min <= max"
+        )
+    if source == "dump" and not [t for t in templates if normalize_template(t)]:
+        raise ValueError("--templates: give at least one template name")
 
 
 def _unique(titles: Iterable[str]) -> list[str]:
@@ -471,6 +475,15 @@ class GatherOptions:
         help="dump (default) or api: the authors' live route (needs wikipedia-api; unverified)",
     )
     progress: bool = option(True, help="show progress bars (--no-progress hides them)")
+
+    def __post_init__(self):
+        # Checked when the options are made, so that `build all` reports them before any stage
+        # runs (values of the wrong type are left to the type check).
+        typed = isinstance(self.min_entities, int) and isinstance(self.max_entities, int)
+        if typed and isinstance(self.templates, list):
+            templates = [t for t in self.templates if isinstance(t, str)]
+            _check_options(self.source, self.entity_rule, self.min_entities,
+                           self.max_entities, templates)  # fmt: skip
 
 
 OPTIONS = (GatherOptions,)
