@@ -48,7 +48,10 @@ def load_qa_extractor(qa_model: Any, batch_size: int = 64) -> QAExtractor:
     if _looks_like_a_path(qa_model) and not os.path.isdir(os.path.expanduser(qa_model)):
         raise QAModelError(f"cannot load the QA model {qa_model!r} for Disambig-F1: no such folder")
     try:
+        _check_question_answering(qa_model)
         return QAExtractor(qa_model, batch_size)
+    except QAModelError:
+        raise
     except Exception as err:  # missing path, unknown id, no network, not a model: one line
         unreachable = hub_unreachable(err)
         why = "the Hub cannot be reached and it is not in the local cache; " if unreachable else ""
@@ -56,6 +59,24 @@ def load_qa_extractor(qa_model: Any, batch_size: int = 64) -> QAExtractor:
             f"cannot load the QA model {qa_model!r} for Disambig-F1 ({why}{root_cause(err)})",
             unreachable=unreachable,
         ) from None
+
+
+def _check_question_answering(qa_model: str) -> None:
+    """Refuses a model saved as anything but an extractive QA model.
+
+    transformers loads a causal LM (or an encoder without a QA head) as a QA model all the same,
+    with a freshly initialised, random head: its spans are noise and Disambig-F1 comes out near
+    0 with no warning that matters. The saved config names the class the weights were trained as.
+    """
+    from transformers import AutoConfig
+
+    architectures = AutoConfig.from_pretrained(qa_model).architectures or []
+    if architectures and not any(a.endswith("ForQuestionAnswering") for a in architectures):
+        raise QAModelError(
+            f"{qa_model!r} is not an extractive question-answering model (it was saved as "
+            f"{', '.join(architectures)}); Disambig-F1 needs one trained on SQuAD 2.0, such as "
+            "deepset/roberta-base-squad2"
+        )
 
 
 def _looks_like_a_path(name: str) -> bool:
