@@ -267,6 +267,7 @@ class PassageIndex:
 
 def load_encoder(model: str, device: str | None):
     """A sentence-transformers model and its (query, document) encode functions."""
+    import generation.backends.loading  # noqa: F401  (first: it quiets a bitsandbytes message)
     from sentence_transformers import SentenceTransformer
 
     st = SentenceTransformer(model, device=device)
