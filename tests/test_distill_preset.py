@@ -348,6 +348,11 @@ def test_eval_runs_once_per_epoch_not_again_at_the_end(tiny_llama_dir, filter_fi
     )
     trainer = build_trainer(args, model_args, training_args)
     assert training_args.dataloader_pin_memory is False  # no GPU here: no pinned-memory warning
+    # stderr is not a terminal under pytest: one printed line per log, no redrawn bars
+    assert training_args.disable_tqdm is True
+    assert [type(c).__name__ for c in trainer.callback_handler.callbacks].count(
+        "ProgressCallback"
+    ) == 0
     calls = []
     evaluate = trainer.evaluate
     trainer.evaluate = lambda *a, **k: calls.append(1) or evaluate(*a, **k)
@@ -355,3 +360,25 @@ def test_eval_runs_once_per_epoch_not_again_at_the_end(tiny_llama_dir, filter_fi
     assert len(calls) == 2  # epochs 1 and 2 (one step each), not a third time for the summary
     evals = [e for e in trainer.state.log_history if "eval_loss" in e]
     assert info["metrics"]["eval_loss"] == evals[-1]["eval_loss"]
+
+
+def test_explicit_disable_tqdm_false_keeps_the_bars(tiny_llama_dir, filter_file, tmp_path):
+    from generation.distill.train import build_trainer
+
+    args, model_args, training_args = parse_args(
+        [
+            "--base-model",
+            str(tiny_llama_dir),
+            "--train",
+            str(filter_file),
+            "--disable_tqdm",
+            "false",
+        ]
+        + ["--output-dir", str(tmp_path), "--load_in_4bit", "false", "--max_steps", "1"]
+        + ["--max_length", "512", "--save_strategy", "no", "--lora_r", "4"]
+    )
+    assert args.progress_set is True
+    trainer = build_trainer(args, model_args, training_args)
+    assert training_args.disable_tqdm is False
+    names = [type(c).__name__ for c in trainer.callback_handler.callbacks]
+    assert names.count("ProgressCallback") == 1 and "PrinterCallback" not in names

@@ -267,7 +267,9 @@ class PassageIndex:
 
 def load_encoder(model: str, device: str | None):
     """A sentence-transformers model and its (query, document) encode functions."""
-    import generation.backends.loading  # noqa: F401  (first: it quiets a bitsandbytes message)
+    from generation.backends.loading import quiet_bitsandbytes
+
+    quiet_bitsandbytes()  # before sentence-transformers imports bitsandbytes (through peft)
     from sentence_transformers import SentenceTransformer
 
     st = SentenceTransformer(model, device=device)

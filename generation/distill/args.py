@@ -103,6 +103,9 @@ class DistillArguments:
     # Not an option: set by `parse_args` when --bf16/--fp16 appear on the command line or in the
     # YAML, so that an explicit `false` is kept instead of being replaced by the automatic choice.
     mixed_precision_set: bool = field(default=False, init=False)
+    # Likewise for --disable_tqdm (progress bars are turned off automatically when stderr is not a
+    # terminal, unless the option is given).
+    progress_set: bool = field(default=False, init=False)
 
 
 # The options `short_help` lists besides DistillArguments, with one line each.
@@ -311,6 +314,7 @@ def parse_args(argv: list[str] | None):
     parser = make_parser(_preset_of(argv, config))
     distill_args, model_args, training_args = parser.parse_args_and_config(args=argv)
     distill_args.mixed_precision_set = any(_given(n, argv, config) for n in ("bf16", "fp16"))
+    distill_args.progress_set = _given("disable_tqdm", argv, config)
     check_args(distill_args, model_args, training_args, output_dir_given=_given_output_dir(argv))
     return distill_args, model_args, training_args
 

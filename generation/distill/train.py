@@ -245,10 +245,14 @@ def _resolve_training_options(args: DistillArguments, training_args) -> None:
         logger.info("--eval given: evaluating at the end of every epoch (--eval_strategy epoch)")
         training_args.eval_strategy = IntervalStrategy.EPOCH
         training_args.do_eval = True
+    if not args.progress_set and not sys.stderr.isatty():
+        # In a log file every redraw of tqdm's bar is a new line: each step's bar appears twice
+        # around each logged line. Without a terminal the Trainer prints one line per log instead.
+        training_args.disable_tqdm = True
     if not torch.cuda.is_available():
         # Pinned memory only helps copies to a GPU; without one torch warns mid-progress-bar.
         training_args.dataloader_pin_memory = False
-        if str(training_args.optim).startswith("paged_"):
+        if str(getattr(training_args.optim, "value", training_args.optim)).startswith("paged_"):
             logger.info("no GPU: bitsandbytes runs the paged optimiser without paging")
             warnings.filterwarnings(
                 "ignore", message="Paged optimizers are not supported on CPU", category=UserWarning
