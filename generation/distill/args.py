@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import textwrap
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -312,7 +313,14 @@ def parse_args(argv: list[str] | None):
     argv = _apply_aliases(list(argv) if argv is not None else sys.argv[1:])
     config = read_yaml_config(argv)
     parser = make_parser(_preset_of(argv, config))
-    distill_args, model_args, training_args = parser.parse_args_and_config(args=argv)
+    with warnings.catch_warnings():
+        if not _given("gradient_checkpointing", argv, config):
+            # trl's default (or the preset's) sets the old name, which transformers 5 reports as
+            # deprecated; a user who did not write it has nothing to change.
+            warnings.filterwarnings(
+                "ignore", message="`gradient_checkpointing` is deprecated", category=FutureWarning
+            )
+        distill_args, model_args, training_args = parser.parse_args_and_config(args=argv)
     distill_args.mixed_precision_set = any(_given(n, argv, config) for n in ("bf16", "fp16"))
     distill_args.progress_set = _given("disable_tqdm", argv, config)
     check_args(distill_args, model_args, training_args, output_dir_given=_given_output_dir(argv))

@@ -219,14 +219,19 @@ def build_trainer(args: DistillArguments, model_args, training_args):
     model = load_base_model(
         model_args, dtype, quantization, trust_remote_code=training_args.trust_remote_code
     )
-    trainer = SFTTrainer(
-        model=model,
-        args=training_args,
-        train_dataset=train_dataset,
-        eval_dataset=eval_dataset,
-        processing_class=tokenizer,
-        peft_config=peft_config,
-    )
+    with warnings.catch_warnings():
+        # peft reads transformers' deprecated `is_gradient_checkpointing`; nothing for a user to do.
+        warnings.filterwarnings(
+            "ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning
+        )
+        trainer = SFTTrainer(
+            model=model,
+            args=training_args,
+            train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
+            processing_class=tokenizer,
+            peft_config=peft_config,
+        )
     _keep_adapter_trainable_in(trainer.model, dtype)
     return trainer
 
