@@ -14,8 +14,10 @@ command that loads models through here, or imports it first, does not print it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,17 @@ def quiet_bitsandbytes() -> None:
 
 
 quiet_bitsandbytes()
+
+
+@contextlib.contextmanager
+def no_peft_deprecation_noise():
+    """Hides transformers' FutureWarning about `is_gradient_checkpointing`, which peft reads
+    when it wraps a model: a library-internal deprecation with nothing for a user to change."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning
+        )
+        yield
 
 
 def pick_device(device: str | None = None) -> str:
@@ -208,7 +221,8 @@ def load_model(
     if adapter:
         from peft import PeftModel
 
-        model = PeftModel.from_pretrained(model, str(adapter))
+        with no_peft_deprecation_noise():
+            model = PeftModel.from_pretrained(model, str(adapter))
     if quantization_config is None:
         model = model.to(device)
     return model.eval()

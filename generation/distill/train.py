@@ -34,7 +34,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from generation.backends.loading import save_base_quantization
+from generation.backends.loading import no_peft_deprecation_noise, save_base_quantization
 from generation.distill.args import DistillArguments, check_paths, parse_args, short_help
 
 logger = logging.getLogger("ambigdocs.distill")
@@ -157,7 +157,8 @@ def load_base_model(model_args, dtype, quantization=None, trust_remote_code: boo
         from peft import prepare_model_for_kbit_training
 
         # Gradient checkpointing is turned on by the Trainer (SFTConfig.gradient_checkpointing).
-        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+        with no_peft_deprecation_noise():
+            model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
     return model
 
 
@@ -219,11 +220,7 @@ def build_trainer(args: DistillArguments, model_args, training_args):
     model = load_base_model(
         model_args, dtype, quantization, trust_remote_code=training_args.trust_remote_code
     )
-    with warnings.catch_warnings():
-        # peft reads transformers' deprecated `is_gradient_checkpointing`; nothing for a user to do.
-        warnings.filterwarnings(
-            "ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning
-        )
+    with no_peft_deprecation_noise():
         trainer = SFTTrainer(
             model=model,
             args=training_args,
