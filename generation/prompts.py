@@ -147,11 +147,18 @@ QUESTION_EXEMPLARS: list[dict] = [
 ]
 
 
-def strip_disambiguation(surface_name: str) -> str:
-    """The surface name without a trailing `(disambiguation)` (paper C.1)."""
+def strip_disambiguation(surface_name: str, *, case_sensitive: bool = False) -> str:
+    """The surface name without a trailing `(disambiguation)` (paper C.1).
+
+    Args:
+        surface_name: the disambiguation page title.
+        case_sensitive: strip only the lower-case suffix, as the authors' filter and expansion
+            scripts do (their prompt builders strip any case, the default here).
+    """
     name = surface_name.strip()
-    if name.lower().endswith("(disambiguation)"):
-        name = name[: -len("(disambiguation)")].strip()
+    suffix = "(disambiguation)"
+    if (name if case_sensitive else name.lower()).endswith(suffix):
+        name = name[: -len(suffix)].strip()
     return name
 
 
@@ -171,7 +178,7 @@ def render_question_prompt(
     surface_name: str,
     documents: Sequence[Mapping[str, str]],
     *,
-    prompt_format: Literal["plain", "chat", "instruction"] = "chat",
+    prompt_format: Literal["plain", "chat", "instruction", "authors"] = "chat",
     exemplars: Sequence[Mapping] | None = None,
 ) -> Prompt:
     """The question-generation prompt (Figure 9), or the distilled model's instruction format.
@@ -182,13 +189,18 @@ def render_question_prompt(
         prompt_format: `chat` for API models (system = instruction, user = exemplars + query),
             `plain` for the same text as one string, or `instruction` for the distilled model
             (`### Instruction:` ... `### Response:\\nQuestion: `, no exemplars: the fine-tuned
-            model has learnt the format).
+            model has learnt the format), or `authors` for the exact messages of the authors'
+            GPT-4 script (see `render_authors_question_prompt`).
         exemplars: replaces the paper's exemplar (`surface_name`, `documents`, `question`,
-            `answers` each).
+            `answers` each); not accepted by `authors` (its exemplars are fixed).
 
     Returns:
         A string, or a list of chat messages. The model continues after `Question: `.
     """
+    if prompt_format == "authors":
+        if exemplars is not None:
+            raise ValueError("the authors prompt format has fixed exemplars; drop --exemplars")
+        return render_authors_question_prompt(surface_name, documents)
     query = _question_query(surface_name, documents)
     if prompt_format == "instruction":
         return f"### Instruction:\n{QUESTION_INSTRUCTION}\n\n{query}\n### Response:\nQuestion: "
@@ -198,6 +210,25 @@ def render_question_prompt(
         body += f"Question: {question_target(ex['question'], ex['answers'])}\n\n"
     body += query + "Question: "
     return _finish(QUESTION_INSTRUCTION, body, prompt_format)
+
+
+def render_authors_question_prompt(
+    surface_name: str, documents: Sequence[Mapping[str, str]]
+) -> list[Message]:
+    """The chat messages of the authors' GPT-4 question generation (`generate_gpt.py`), exactly.
+
+    System turn: the instruction. User turn: their two exemplars
+    (`generation.datagen.authors_prompts.AUTHORS_QUESTION_EXEMPLARS`), then
+    `Entity: {sn}Passage 1: {t1} | {x1}Passage 2: {t2} | {x2}\nQuestion:`, the parts run together
+    without newlines as in their script; `sn` loses a trailing `(disambiguation)` of any case.
+    """
+    from generation.datagen.authors_prompts import AUTHORS_QUESTION_EXEMPLARS
+
+    user = AUTHORS_QUESTION_EXEMPLARS + "Entity: " + strip_disambiguation(surface_name)
+    for k, doc in enumerate(documents, 1):
+        user += f"Passage {k}: " + doc["title"] + " | " + doc["text"]
+    user += "\nQuestion:"
+    return [{"role": "system", "content": QUESTION_INSTRUCTION}, {"role": "user", "content": user}]
 
 
 def render_question_training_text(
@@ -241,15 +272,34 @@ def render_expansion_prompt(
     text: str,
     question: str,
     *,
-    prompt_format: PromptFormat = "plain",
+    prompt_format: Literal["plain", "chat", "authors"] = "plain",
     exemplars: Sequence[Mapping] | None = None,
 ) -> Prompt:
-    """The answer-expansion QA prompt (Figure 10): exemplars, then `Passage/Question/Answer: `."""
+    """The answer-expansion QA prompt (Figure 10): exemplars, then `Passage/Question/Answer: `.
+
+    `authors` is the raw text of the authors' `expand.py` (see
+    `render_authors_expansion_prompt`); `plain` and `chat` lay out Figure 10 with
+    `EXPANSION_EXEMPLARS` or the user's `exemplars` (`title`, `text`, `question`, `answer`).
+    """
+    if prompt_format == "authors":
+        if exemplars is not None:
+            raise ValueError("the authors prompt format has fixed exemplars; drop --exemplars")
+        return render_authors_expansion_prompt(title, text, question)
     body = ""
     for ex in EXPANSION_EXEMPLARS if exemplars is None else exemplars:
         body += _expansion_block(ex["title"], ex["text"], ex["question"]) + f"{ex['answer']}\n\n"
     body += _expansion_block(title, text, question)
     return _finish(EXPANSION_INSTRUCTION, body, prompt_format)
+
+
+def render_authors_expansion_prompt(title: str, text: str, question: str) -> str:
+    """The authors' expansion prompt (`expand.py`), exactly: their `[INST]` block and four
+    exemplars (`generation.datagen.authors_prompts.AUTHORS_EXPANSION_PROMPT`), then
+    `Passage: {title} | {text}\nQuestion: {question}\nAnswer: `. Raw text for a base model (the
+    tokenizer adds BOS); no chat template."""
+    from generation.datagen.authors_prompts import AUTHORS_EXPANSION_PROMPT
+
+    return AUTHORS_EXPANSION_PROMPT + _expansion_block(title, text, question)
 
 
 # --- shared ----------------------------------------------------------------------------------

@@ -179,6 +179,10 @@ def test_export_json_and_evaluate(tiny_llama_dir, data_dir, tmp_path, reference)
     summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
     assert summary["n"] == N_ROWS
     assert 0.0 <= summary["answer_recall"] <= 1.0
+    # The summary records the run's settings, read from the meta file beside the output.
+    meta = json.loads(out.with_name(out.name + ".meta.json").read_text())
+    assert summary["provenance"]["answer_run"] == meta and meta["model"] == str(tiny_llama_dir)
+    assert list(summary["slices"]["setting"]) == [meta["setting"]]
     # And the CLI scorer reads the same JSONL directly.
     res = subprocess.run(
         [sys.executable, "-m", "generation.cli", "evaluate", str(out), "--no-df1",

@@ -42,7 +42,7 @@ def iter_passages(path: str | os.PathLike, progress: bool = True) -> Iterator[tu
     Raises:
         ValueError: a row has fewer than 3 fields; the message names the file and line.
     """
-    from tqdm import tqdm
+    from tqdm.auto import tqdm
 
     path = Path(path)
     # Opened like the authors' loader (text mode, universal newlines), so rows parse the same.
