@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from generation.backends.base import Generation
 from generation.backends.loading import (  # noqa: F401  (pick_* re-exported: callers import them here)
+    GREEDY,
     load_model,
     load_tokenizer,
     pick_device,
@@ -248,12 +249,7 @@ class HFBackend:
                 input_ids=input_ids,
                 attention_mask=attention_mask,
                 max_new_tokens=max_new_tokens,
-                do_sample=False,
-                num_beams=1,
-                # The model's generation_config may ask for sampling; greedy is the protocol.
-                temperature=None,
-                top_p=None,
-                top_k=None,
+                **GREEDY,
                 pad_token_id=self.tokenizer.pad_token_id,
                 return_dict_in_generate=True,
                 output_logits=return_scores,

@@ -24,6 +24,10 @@ from typing import Any
 # Written by `ambigdocs distill` into the adapter folder when the base model was quantised.
 BASE_QUANTIZATION_FILE = "base_quantization_config.json"
 
+# `generate` keywords of greedy decoding. The Nones clear sampling settings that a model's
+# generation_config may carry (greedy is the protocol); they would otherwise draw warnings.
+GREEDY = {"do_sample": False, "num_beams": 1, "temperature": None, "top_p": None, "top_k": None}
+
 # Values of the hf back-end's `quantization` option.
 QUANTIZATION_CHOICES = ("auto", "none", "adapter")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from generation.backends.hf import length_sorted_batches
-from generation.backends.loading import load_model, load_tokenizer, pick_device, pick_dtype
+from generation.backends.loading import GREEDY, load_model, load_tokenizer, pick_device, pick_dtype
 
 
 class Seq2SeqGenerator:
@@ -77,11 +77,7 @@ class Seq2SeqGenerator:
                     input_ids=padded["input_ids"].to(self.device),
                     attention_mask=padded["attention_mask"].to(self.device),
                     max_new_tokens=max_new_tokens,
-                    do_sample=False,
-                    num_beams=1,
-                    temperature=None,
-                    top_p=None,
-                    top_k=None,
+                    **GREEDY,
                 )
             for i, text in zip(
                 batch, self.tokenizer.batch_decode(out, skip_special_tokens=True), strict=True
