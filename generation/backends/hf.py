@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from generation.backends.base import Generation
 from generation.backends.loading import (  # noqa: F401  (pick_* re-exported: callers import them here)
     GREEDY,
+    check_model_path,
     load_model,
     load_tokenizer,
     pick_device,
@@ -159,6 +160,11 @@ class HFBackend:
 
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_model_path(model, "model")
+        if adapter:
+            check_model_path(adapter, "adapter")
+        if tokenizer:
+            check_model_path(tokenizer, "tokenizer")
         quantization_config = resolve_quantization(quantization, adapter)
         self.model_name = str(model)
         self.batch_size = batch_size

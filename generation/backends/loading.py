@@ -109,6 +109,21 @@ def pick_dtype(dtype: str | None, device: str):
     return torch.float32
 
 
+def check_model_path(name: str | Path, label: str) -> None:
+    """Refuses, before anything is loaded, a model or adapter name that can only be a local
+    path (absolute, `./`, `../`, `~`, or with more than one `/`) and is not a folder.
+
+    A name like `org/model` may be a Hub id and is left to `from_pretrained`.
+
+    Raises:
+        ValueError: names `label` and the path.
+    """
+    name = str(name)
+    looks_local = name.startswith(("/", ".", "~")) or name.count("/") > 1
+    if looks_local and not Path(name).expanduser().is_dir():
+        raise ValueError(f"{label} {name}: no such folder")
+
+
 def save_base_quantization(folder: str | Path, quantization_config) -> None:
     """Records the base model's quantisation next to an adapter (nothing when unquantised).
 

@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from generation.backends.hf import length_sorted_batches
-from generation.backends.loading import GREEDY, load_model, load_tokenizer, pick_device, pick_dtype
+from generation.backends.loading import (
+    GREEDY,
+    check_model_path,
+    load_model,
+    load_tokenizer,
+    pick_device,
+    pick_dtype,
+)
 
 
 class Seq2SeqGenerator:
@@ -42,6 +49,7 @@ class Seq2SeqGenerator:
 
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_model_path(model, "model")
         self.model_name = str(model)
         self.batch_size = batch_size
         self.show_progress = show_progress

@@ -368,12 +368,6 @@ def check_paths(distill_args, model_args, training_args) -> None:
     output_dir = Path(training_args.output_dir)
     if output_dir.exists() and not output_dir.is_dir():
         raise ValueError(f"--output_dir {output_dir}: exists and is not a folder")
-    _check_local_model(model_args.model_name_or_path)
+    from generation.backends.loading import check_model_path
 
-
-def _check_local_model(name: str) -> None:
-    """A name that can only be a local path (absolute, ./, ../, ~, or a/b/c) must exist."""
-    path = Path(name).expanduser()
-    looks_local = name.startswith(("/", ".", "~")) or name.count("/") > 1
-    if looks_local and not path.is_dir():
-        raise ValueError(f"--model_name_or_path {name}: no such folder")
+    check_model_path(model_args.model_name_or_path, "--model_name_or_path")
