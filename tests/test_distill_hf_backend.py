@@ -144,3 +144,24 @@ def test_hf_backend_quantization_option_errors(tiny_llama_dir, tmp_path):
     # a plain LoRA adapter (or none) records no quantisation: `adapter` asks for one
     with pytest.raises(ValueError, match="records no base quantisation"):
         load_backend("hf", str(tiny_llama_dir), adapter=str(tmp_path), quantization="adapter")
+
+
+def test_an_8bit_adapter_runs_on_an_8bit_base(tiny_llama_dir, data, tmp_path):
+    """trl's `--load_in_8bit` goes through the same record: the back-end loads int8 layers."""
+    from generation.distill.train import build_trainer, train_and_save
+
+    path, prompts = data
+    args, model_args, training_args = parse_args(
+        ["--base-model", str(tiny_llama_dir), "--train", str(path), "--output-dir", str(tmp_path)]
+        + ["--load_in_4bit", "false", "--load_in_8bit", "true", "--lora_r", "4"]
+        + ["--max_steps", "1", "--warmup_steps", "0", "--max_length", "512"]
+        + ["--per_device_train_batch_size", "5", "--save_strategy", "no"]
+    )
+    trainer = build_trainer(args, model_args, training_args)
+    info = train_and_save(trainer, args, model_args, training_args)
+    assert info["quantization"]["load_in_8bit"] is True
+    backend = load_backend("hf", str(tiny_llama_dir), adapter=str(tmp_path), device="cpu")
+    kinds = {type(m).__name__ for m in backend.model.modules()}
+    assert "Linear8bitLt" in kinds and "Linear4bit" not in kinds
+    assert backend.generate(prompts[:1], max_new_tokens=4)[0].num_tokens > 0
+    backend.close()
