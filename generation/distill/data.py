@@ -1,8 +1,8 @@
 """Training examples for `ambigdocs distill`: filtered question records -> prompt/completion pairs.
 
 The distilled question generator learns from the records that passed `ambigdocs build filter`
-(status `ok`). Each becomes the instruction-format prompt of docs/pipeline.md section 3 and its target
-(`{question}\\nAnswer to Passage 1: {a1}\\nAnswer to Passage 2: {a2}`), both rendered by
+(status `ok`). Each becomes the instruction-format prompt of docs/pipeline.md section 3 and its
+target (`{question}\\nAnswer to Passage 1: {a1}\\nAnswer to Passage 2: {a2}`), both rendered by
 `generation.prompts.render_question_training_text`, the same module the `questions` stage uses
 with `prompt_format="instruction"`, so training and generation share one template.
 

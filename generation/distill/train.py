@@ -3,8 +3,8 @@
 The authors generated 1,500 questions with GPT-4, kept those that passed the filters, fine-tuned
 Llama-2-13b-chat on them with QLoRA, and generated the remaining questions with it. This command
 does the fine-tuning: the status-ok lines of a `build filter` output become instruction-format
-examples (docs/pipeline.md section 3, rendered by `generation.prompts`), and a LoRA adapter is trained
-on a 4-bit (NF4) base model. The adapter then plugs into
+examples (docs/pipeline.md section 3, rendered by `generation.prompts`), and a LoRA adapter is
+trained on a 4-bit (NF4) base model. The adapter then plugs into
 `ambigdocs build questions --backend hf --model BASE --adapter DIR`.
 
 Launch (one process, or several with accelerate; every SFTConfig argument may follow):
