@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 
 from generation.backends.base import Generation
-from generation.backends.loading import (  # noqa: F401  (pick_* re-exported: callers import them here)
+from generation.backends.loading import (  # noqa: F401  (pick_* are re-exported)
     GREEDY,
     check_model_path,
     load_model,
