@@ -10,8 +10,12 @@ Finishes in well under 10 minutes on one CUDA GPU.
     python benchmarks/gpu_check_distill.py --json-out results.json
 
 It checks, and exits non-zero otherwise: the base layers are bitsandbytes 4-bit (NF4), the
-loss is finite, training changed the adapter, and the adapter reloaded with peft generates the
-same tokens as the model in memory.
+loss is finite, training changed the adapter, the adapter reloaded with peft generates the
+same tokens as the model in memory, and the hf back-end given only the adapter folder loads the
+base in NF4 (the quantisation `ambigdocs distill` recorded there). Whether the back-end's text
+equals the trained model's is reported (`backend_same_text`), not required: the back-end keeps
+norms in bf16 and upcasts the adapter to float32, where training kept float32 norms and a bf16
+adapter.
 """
 
 from __future__ import annotations
@@ -94,10 +98,12 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
+    from generation.backends.base import load_backend
     from generation.distill.args import parse_args
     from generation.distill.train import (
         build_trainer,
         load_base_model,
+        quantization_config,
         resolve_compute_dtype,
         train_and_save,
     )
@@ -121,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         summary["build_s"] = round(time.perf_counter() - t0, 2)
         write_records(tmp / "filtered.jsonl", n=max(8, opts.batch_size * 2), words=100)
 
-        args, training_args = parse_args(
+        args, model_args, training_args = parse_args(
             ["--base-model", str(tmp / "base"), "--train", str(tmp / "filtered.jsonl")]
             + ["--output-dir", str(tmp / "adapter"), "--max_steps", str(steps)]
             + ["--per_device_train_batch_size", str(opts.batch_size), "--logging_steps", "1"]
@@ -130,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         if cuda:
             torch.cuda.reset_peak_memory_stats()
         t0 = time.perf_counter()
-        trainer = build_trainer(args, training_args)
+        trainer = build_trainer(args, model_args, training_args)
         summary["load_4bit_s"] = round(time.perf_counter() - t0, 2)
         if cuda:
             summary["memory_after_load_gib"] = round(torch.cuda.memory_allocated() / 2**30, 3)
@@ -138,14 +144,15 @@ def main(argv: list[str] | None = None) -> int:
         q_proj = model.base_model.model.model.layers[0].self_attn.q_proj.base_layer
         summary["base_layer"] = type(q_proj).__name__
         summary["quant_type"] = q_proj.weight.quant_state.quant_type
-        summary["compute_dtype"] = str(resolve_compute_dtype(args.compute_dtype))
+        dtype = resolve_compute_dtype(model_args.dtype)  # build_trainer resolved `auto`
+        summary["compute_dtype"] = str(dtype)
         summary["mixed_precision"] = (
             "bf16" if training_args.bf16 else "fp16" if training_args.fp16 else "no"
         )
         lora_before = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_B" in n}
 
         t0 = time.perf_counter()
-        info = train_and_save(trainer, args, training_args)
+        info = train_and_save(trainer, args, model_args, training_args)
         summary["train_s"] = round(time.perf_counter() - t0, 2)
         summary["s_per_step"] = round(summary["train_s"] / steps, 3)
         summary["losses"] = [round(e["loss"], 4) for e in info["loss_history"]]
@@ -164,10 +171,8 @@ def main(argv: list[str] | None = None) -> int:
 
         model.eval()
         tokenizer = trainer.processing_class
-        ids = tokenizer(
-            "### Instruction:\nEntity: X\n### Response:\nQuestion: ", return_tensors="pt"
-        )
-        ids = ids.to(model.device)
+        prompt = "### Instruction:\nEntity: X\n### Response:\nQuestion: "
+        ids = tokenizer(prompt, return_tensors="pt").to(model.device)
         gen = dict(max_new_tokens=16, do_sample=False, pad_token_id=tokenizer.pad_token_id)
         with torch.no_grad():
             expected = model.generate(**ids, **gen)[0].tolist()
@@ -175,13 +180,30 @@ def main(argv: list[str] | None = None) -> int:
         if cuda:
             torch.cuda.empty_cache()
         t0 = time.perf_counter()
-        base = load_base_model(args, resolve_compute_dtype(args.compute_dtype))
+        base = load_base_model(model_args, dtype, quantization_config(model_args, dtype))
         reloaded = PeftModel.from_pretrained(
             base, str(tmp / "adapter"), autocast_adapter_dtype=False
         ).eval()
         summary["reload_s"] = round(time.perf_counter() - t0, 2)
         with torch.no_grad():
             summary["reload_same_tokens"] = reloaded.generate(**ids, **gen)[0].tolist() == expected
+        del reloaded, base
+        if cuda:
+            torch.cuda.empty_cache()
+        # The hf back-end reads the quantisation from the adapter folder. Its norms and adapter
+        # dtypes differ from training's (bf16 base, float32 adapter), so same tokens are reported,
+        # not required.
+        backend = load_backend("hf", str(tmp / "base"), adapter=str(tmp / "adapter"))
+        layers = [m for m in backend.model.modules() if type(m).__name__ == "Linear4bit"]
+        summary["backend_quant_type"] = layers[0].weight.quant_state.quant_type if layers else None
+        new_tokens = expected[ids["input_ids"].shape[1] :]
+        if tokenizer.eos_token_id in new_tokens:
+            new_tokens = new_tokens[: new_tokens.index(tokenizer.eos_token_id)]
+        text = backend.generate([prompt], max_new_tokens=16)[0].text
+        summary["backend_same_text"] = text == tokenizer.decode(
+            new_tokens, skip_special_tokens=True
+        )
+        backend.close()
 
     ok = (
         summary["base_layer"] == "Linear4bit"
@@ -189,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         and all(map(lambda x: x == x and abs(x) != float("inf"), summary["losses"]))
         and summary["adapter_changed"]
         and summary["reload_same_tokens"]
+        and summary["backend_quant_type"] == "nf4"
     )
     summary["ok"] = ok
     print(json.dumps(summary, indent=2))

@@ -171,3 +171,21 @@ def test_template_without_system_role_gets_the_instruction_in_the_user_turn():
     tok.chat_template = "{{ raise_exception('broken') }}"
     with pytest.raises(TemplateError, match="broken"):
         render_prompt(tok, [{"role": "user", "content": "hi"}])
+
+
+def test_missing_local_model_adapter_or_tokenizer_is_refused_before_loading(
+    tiny_llama_dir, tmp_path, monkeypatch
+):
+    from transformers import AutoModelForCausalLM
+
+    def no_loading(*args, **kwargs):  # the check must come before any weights are read
+        raise AssertionError("from_pretrained was called")
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", no_loading)
+    missing = str(tmp_path / "missing")
+    with pytest.raises(ValueError, match=r"^model .*missing: no such folder$"):
+        load_backend("hf", missing)
+    with pytest.raises(ValueError, match=r"^adapter .*missing: no such folder$"):
+        load_backend("hf", str(tiny_llama_dir), adapter=missing)
+    with pytest.raises(ValueError, match=r"^tokenizer \./nope: no such folder$"):
+        load_backend("hf", str(tiny_llama_dir), tokenizer="./nope")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from generation.distill.args import PAPER_TRAINING_DEFAULTS, parse_args
+from generation.distill.args import PAPER_MODEL_DEFAULTS, PAPER_TRAINING_DEFAULTS, parse_args
 from generation.distill.data import (
     drop_too_long,
     select_ok_records,
@@ -138,14 +138,17 @@ REQUIRED = ["--base-model", "M", "--train", "t.jsonl", "--output-dir", "out"]
 
 
 def test_defaults_are_the_papers():
-    args, training = parse_args(REQUIRED)
-    assert (args.quantization, args.bnb_4bit_quant_type, args.compute_dtype) == (
-        "4bit",
+    args, model, training = parse_args(REQUIRED)
+    assert model.model_name_or_path == "M"  # --base-model is an alias of trl's option
+    assert (model.load_in_4bit, model.load_in_8bit, model.use_peft) == (True, False, True)
+    assert (model.bnb_4bit_quant_type, model.use_bnb_nested_quant, model.dtype) == (
         "nf4",
+        False,
         "auto",
     )
-    assert (args.lora_r, args.lora_alpha, args.lora_dropout) == (64, 16, 0.1)
-    assert set(args.lora_target_modules) == TARGETS
+    assert (model.lora_r, model.lora_alpha, model.lora_dropout) == (64, 16, 0.1)
+    assert set(model.lora_target_modules) == TARGETS
+    assert (args.preset, args.tokenization) == ("paper", "inference")
     assert training.num_train_epochs == 5
     assert training.learning_rate == 2e-4
     assert training.lr_scheduler_type == "linear"
@@ -157,7 +160,7 @@ def test_defaults_are_the_papers():
 
 
 def test_every_training_argument_is_settable_from_the_command_line():
-    args, training = parse_args(
+    args, model, training = parse_args(
         REQUIRED
         + [
             "--max_steps",
@@ -169,32 +172,41 @@ def test_every_training_argument_is_settable_from_the_command_line():
             "--report_to",
             "tensorboard",
         ]
-        + ["--quantization", "none", "--gradient_accumulation_steps", "3"]
+        + ["--load_in_4bit", "false", "--gradient_accumulation_steps", "3"]
     )
     assert training.max_steps == 4 and training.learning_rate == 1e-3
     assert training.gradient_accumulation_steps == 3
     assert training.report_to == ["tensorboard"]
-    assert args.lora_r == 8 and args.quantization == "none"
-    with pytest.raises(SystemExit):
-        parse_args(REQUIRED + ["--quantization", "8bit"])
+    assert model.lora_r == 8 and model.load_in_4bit is False
+    # usage errors are one-line ValueErrors (main prints them and exits 2), never SystemExit
+    with pytest.raises(ValueError, match="bnb_4bit_quant_type"):
+        parse_args(REQUIRED + ["--bnb_4bit_quant_type", "nf8"])
+    with pytest.raises(ValueError, match="--no_such_option"):
+        parse_args(REQUIRED + ["--no_such_option", "1"])
 
 
 def test_yaml_config_and_command_line_override(tmp_path, repo_root):
-    shipped, training = parse_args(REQUIRED + ["--config", str(repo_root / "configs/distill.yaml")])
-    defaults, default_training = parse_args(REQUIRED)
-    assert shipped == defaults
+    shipped, shipped_model, training = parse_args(
+        REQUIRED + ["--config", str(repo_root / "configs/distill.yaml")]
+    )
+    defaults, default_model, default_training = parse_args(REQUIRED)
+    assert shipped == defaults and shipped_model == default_model
+    for name in PAPER_MODEL_DEFAULTS:
+        assert getattr(shipped_model, name) == PAPER_MODEL_DEFAULTS[name], name
     for name in PAPER_TRAINING_DEFAULTS:
         assert getattr(training, name) == getattr(default_training, name), name
 
     config = tmp_path / "c.yaml"
     config.write_text("lora_r: 16\nlearning_rate: 1.0e-3\nmax_steps: 7\noutput_dir: from_yaml\n")
-    args, training = parse_args(["--base-model", "M", "--train", "t", "--config", str(config)])
-    assert (args.lora_r, training.learning_rate, training.max_steps) == (16, 1e-3, 7)
+    args, model, training = parse_args(
+        ["--base-model", "M", "--train", "t", "--config", str(config)]
+    )
+    assert (model.lora_r, training.learning_rate, training.max_steps) == (16, 1e-3, 7)
     assert training.output_dir == "from_yaml"
-    args, training = parse_args(
+    args, model, training = parse_args(
         ["--base-model", "M", "--train", "t", "--config", str(config), "--max_steps", "2"]
     )
-    assert training.max_steps == 2 and args.lora_r == 16
+    assert training.max_steps == 2 and model.lora_r == 16
 
 
 def test_argument_errors():
@@ -221,13 +233,13 @@ def trained(tiny_llama_dir, filter_file, tmp_path_factory):
     from generation.distill.train import build_trainer, train_and_save
 
     out = tmp_path_factory.mktemp("qlora")
-    args, training_args = parse_args(
+    args, model_args, training_args = parse_args(
         ["--base-model", str(tiny_llama_dir), "--train", str(filter_file), "--output-dir", str(out)]
         + ["--max_steps", "6", "--learning_rate", "1e-2", "--warmup_steps", "0"]
         + ["--per_device_train_batch_size", "5", "--logging_steps", "1", "--max_length", "512"]
         + ["--save_strategy", "no", "--lora_dropout", "0.0", "--seed", "0"]
     )
-    trainer = build_trainer(args, training_args)
+    trainer = build_trainer(args, model_args, training_args)
     peft_model = trainer.model
     base = {
         name: p.detach().clone() for name, p in peft_model.named_parameters() if "lora_" not in name
@@ -235,10 +247,11 @@ def trained(tiny_llama_dir, filter_file, tmp_path_factory):
     lora_before = {
         name: p.detach().clone() for name, p in peft_model.named_parameters() if "lora_" in name
     }
-    info = train_and_save(trainer, args, training_args)
+    info = train_and_save(trainer, args, model_args, training_args)
     peft_model.eval()
     return {
         "args": args,
+        "model_args": model_args,
         "out": out,
         "info": info,
         "model": peft_model,
@@ -298,21 +311,29 @@ def _instruction_prompt(sample_dir):
 def test_saved_adapter_reloads_and_generates_the_same_tokens(trained, sample_dir):
     from peft import PeftModel
 
-    from generation.distill.train import load_base_model, resolve_compute_dtype
+    from generation.distill.train import (
+        load_base_model,
+        quantization_config,
+        resolve_compute_dtype,
+    )
 
     torch = trained["torch"]
-    args = trained["args"]
+    model_args = trained["model_args"]
     prompt = _instruction_prompt(sample_dir)
     in_memory = _generate(trained["model"], trained["tokenizer"], prompt)
 
-    dtype = resolve_compute_dtype(args.compute_dtype)
+    dtype = resolve_compute_dtype(model_args.dtype)
+    quantization = quantization_config(model_args, dtype)
+    assert quantization.load_in_4bit and quantization.bnb_4bit_compute_dtype == dtype
     ids = trained["tokenizer"](prompt, return_tensors="pt")
     with torch.no_grad():
         expected = trained["model"](**ids).logits
 
     # As saved (trl keeps QLoRA adapters in bf16): the very same computation.
     exact = PeftModel.from_pretrained(
-        load_base_model(args, dtype), str(trained["out"]), autocast_adapter_dtype=False
+        load_base_model(model_args, dtype, quantization),
+        str(trained["out"]),
+        autocast_adapter_dtype=False,
     ).eval()
     assert _generate(exact, trained["tokenizer"], prompt) == in_memory
     with torch.no_grad():
@@ -320,7 +341,9 @@ def test_saved_adapter_reloads_and_generates_the_same_tokens(trained, sample_dir
 
     # peft's default load (adapter upcast to float32, what a generation back-end gets): the same
     # tokens, logits equal up to bf16 rounding of the LoRA product.
-    reloaded = PeftModel.from_pretrained(load_base_model(args, dtype), str(trained["out"])).eval()
+    reloaded = PeftModel.from_pretrained(
+        load_base_model(model_args, dtype, quantization), str(trained["out"])
+    ).eval()
     assert _generate(reloaded, trained["tokenizer"], prompt) == in_memory
     with torch.no_grad():
         assert torch.allclose(reloaded(**ids).logits, expected, atol=1e-2)
@@ -354,7 +377,8 @@ def test_cli_distill_writes_a_peft_adapter_with_the_papers_settings(
     assert config["peft_type"] == "LORA" and config["task_type"] == "CAUSAL_LM"
     info = json.loads((out / "ambigdocs_distill.json").read_text())
     assert info["global_step"] == 2 and info["train_examples"] == 5
-    assert info["quantization"] == "4bit"
+    assert info["quantization"]["load_in_4bit"] is True
+    assert info["quantization"]["bnb_4bit_quant_type"] == "nf4"
     saved = _lora_tensors(out)
     assert any("lora_B" in n and t.abs().max() > 0 for n, t in saved.items())  # training changed it
 
@@ -386,13 +410,13 @@ def test_plain_lora_with_trl_tokenization_and_an_eval_split(tiny_llama_dir, filt
     out = tmp_path / "lora"
     rc = main(
         ["distill", "--base-model", str(tiny_llama_dir), "--train", str(filter_file)]
-        + ["--eval", str(filter_file), "--output-dir", str(out), "--quantization", "none"]
+        + ["--eval", str(filter_file), "--output-dir", str(out), "--load_in_4bit", "false"]
         + ["--tokenization", "trl", "--max_steps", "2", "--max_length", "512"]
         + ["--per_device_train_batch_size", "5", "--save_strategy", "no", "--lora_r", "4"]
     )
     assert rc == 0
     info = json.loads((out / "ambigdocs_distill.json").read_text())
-    assert info["quantization"] == "none" and info["tokenization"] == "trl"
+    assert info["quantization"] is None and info["tokenization"] == "trl"
     assert info["metrics"]["eval_loss"] > 0
     assert json.loads((out / "adapter_config.json").read_text())["r"] == 4
     saved = _lora_tensors(out)
@@ -423,7 +447,7 @@ def test_mixed_precision_follows_compute_dtype_on_cuda_only(monkeypatch):
 
     from generation.distill.train import _apply_mixed_precision
 
-    (_, training), (_, training_fp16) = parse_args(REQUIRED), parse_args(REQUIRED)
+    (_, _, training), (_, _, training_fp16) = parse_args(REQUIRED), parse_args(REQUIRED)
     _apply_mixed_precision(training, torch.bfloat16)  # no CUDA here: nothing changes
     assert (training.bf16, training.fp16, training.mixed_precision) == (False, False, "no")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # after parsing: no device setup
@@ -451,8 +475,8 @@ def test_explicit_no_mixed_precision_is_kept_on_cuda(monkeypatch, tmp_path, argv
     if yaml_text is not None:
         (tmp_path / "c.yaml").write_text(yaml_text)
         argv = ["--config", str(tmp_path / "c.yaml")]
-    args, training = parse_args(REQUIRED + argv)
-    auto_args, auto_training = parse_args(REQUIRED)  # neither flag given
+    args, _, training = parse_args(REQUIRED + argv)
+    auto_args, _, auto_training = parse_args(REQUIRED)  # neither flag given
     assert (args.mixed_precision_set, auto_args.mixed_precision_set) == (True, False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # after parsing: no device setup
     _apply_mixed_precision(training, torch.bfloat16, args.mixed_precision_set)
@@ -468,12 +492,12 @@ def test_loss_is_on_the_completion_tokens_only(
     """One batch of the real trainer: labels -100 on the prompt, the input ids on the target."""
     from generation.distill.train import build_trainer
 
-    args, training_args = parse_args(
+    args, model_args, training_args = parse_args(
         ["--base-model", str(tiny_llama_dir), "--train", str(filter_file)]
-        + ["--output-dir", str(tmp_path / "o"), "--quantization", "none", "--max_steps", "1"]
+        + ["--output-dir", str(tmp_path / "o"), "--load_in_4bit", "false", "--max_steps", "1"]
         + ["--max_length", "512", "--per_device_train_batch_size", "2", "--save_strategy", "no"]
     )
-    trainer = build_trainer(args, training_args)
+    trainer = build_trainer(args, model_args, training_args)
     batch = next(iter(trainer.get_train_dataloader()))
     rows = to_prompt_completion(select_ok_records(_filter_records(sample_dir)))
     expected = [tokenize_example(r["prompt"], r["completion"], tokenizer) for r in rows]
@@ -495,17 +519,17 @@ def test_float32_compute_keeps_a_float32_adapter_and_trains(tiny_llama_dir, filt
 
     from generation.distill.train import build_trainer, train_and_save
 
-    args, training_args = parse_args(
+    args, model_args, training_args = parse_args(
         ["--base-model", str(tiny_llama_dir), "--train", str(filter_file)]
-        + ["--output-dir", str(tmp_path), "--compute_dtype", "float32", "--max_steps", "1"]
+        + ["--output-dir", str(tmp_path), "--dtype", "float32", "--max_steps", "1"]
         + ["--max_length", "512", "--save_strategy", "no", "--lora_r", "4", "--logging_steps", "1"]
     )
-    trainer = build_trainer(args, training_args)
+    trainer = build_trainer(args, model_args, training_args)
     trainable = [p for p in trainer.model.parameters() if p.requires_grad]
     assert trainable and all(p.dtype == torch.float32 for p in trainable)
     q_proj = trainer.model.base_model.model.model.layers[0].self_attn.q_proj.base_layer
     assert q_proj.compute_dtype == torch.float32
-    info = train_and_save(trainer, args, training_args)
+    info = train_and_save(trainer, args, model_args, training_args)
     assert info["global_step"] == 1 and info["loss_history"][0]["loss"] > 0
 
 
@@ -568,7 +592,7 @@ def test_warns_when_a_short_run_is_all_warmup(caplog):
     from generation.distill.train import _warn_if_only_warmup
 
     for steps, warns in (("1", True), ("2", False)):
-        _, training = parse_args(REQUIRED + ["--max_steps", steps])
+        _, _, training = parse_args(REQUIRED + ["--max_steps", steps])
         caplog.clear()
         with caplog.at_level("WARNING"):
             _warn_if_only_warmup(training)

@@ -267,6 +267,9 @@ class PassageIndex:
 
 def load_encoder(model: str, device: str | None):
     """A sentence-transformers model and its (query, document) encode functions."""
+    from generation.backends.loading import quiet_bitsandbytes
+
+    quiet_bitsandbytes()  # before sentence-transformers imports bitsandbytes (through peft)
     from sentence_transformers import SentenceTransformer
 
     st = SentenceTransformer(model, device=device)

@@ -20,43 +20,16 @@ import math
 from collections.abc import Sequence
 
 from generation.backends.base import Generation
+from generation.backends.loading import (  # noqa: F401  (pick_* are re-exported)
+    GREEDY,
+    check_model_path,
+    load_model,
+    load_tokenizer,
+    pick_device,
+    pick_dtype,
+    resolve_quantization,
+)
 from generation.prompts import Prompt
-
-
-def pick_device(device: str | None = None) -> str:
-    """`device` if given, else `cuda`, `mps` or `cpu`, the first that is available."""
-    if device:
-        return str(device)
-    import torch
-
-    if torch.cuda.is_available():
-        return "cuda"
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
-
-
-def pick_dtype(dtype: str | None, device: str):
-    """The torch dtype: a named one, or for `auto`/None bfloat16 on GPUs that support it,
-    float16 on other accelerators and float32 on CPU (CPU half precision is slow and lossy).
-
-    Raises:
-        ValueError: an unknown dtype name.
-    """
-    import torch
-
-    if dtype not in (None, "auto"):
-        if isinstance(dtype, torch.dtype):
-            return dtype
-        named = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-        if dtype not in named:
-            raise ValueError(f"dtype must be auto or one of {sorted(named)}, got {dtype!r}")
-        return named[dtype]
-    if device.startswith("cuda"):
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    if device.startswith("mps"):
-        return torch.float16
-    return torch.float32
 
 
 def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
@@ -156,8 +129,11 @@ class HFBackend:
             folder that saved its tokenizer).
         trust_remote_code: passed to `from_pretrained`.
         show_progress: a tqdm bar over batches inside one `generate` call.
-        load_in_4bit: load the base model's linear layers as 4-bit NF4 weights (bitsandbytes),
-            computing in `dtype`, as `ambigdocs distill` trains a QLoRA adapter; default off.
+        quantization: how the base model's weights are loaded. `auto` (default): as the adapter
+            was trained (the bitsandbytes settings `ambigdocs distill` records in the adapter
+            folder, `base_quantization_config.json`), unquantised when there is no adapter or it
+            records none; `adapter`: the recorded settings, an error without them; `none`:
+            unquantised (a QLoRA adapter then runs on full-precision base weights).
 
     Prompts: a plain string is tokenised as is (with the tokenizer's special tokens such as
     BOS); a list of chat messages is rendered with the tokenizer's chat template (with the
@@ -177,42 +153,38 @@ class HFBackend:
         tokenizer: str | None = None,
         trust_remote_code: bool = False,
         show_progress: bool = False,
-        load_in_4bit: bool = False,
+        quantization: str = "auto",
     ):
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM
 
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_model_path(model, "model")
+        if adapter:
+            check_model_path(adapter, "adapter")
+        if tokenizer:
+            check_model_path(tokenizer, "tokenizer")
+        quantization_config = resolve_quantization(quantization, adapter)
         self.model_name = str(model)
         self.batch_size = batch_size
         self.show_progress = show_progress
         self.device = pick_device(device)
         self.dtype = pick_dtype(dtype, self.device)
-        self.tokenizer = AutoTokenizer.from_pretrained(
-            str(tokenizer or model), trust_remote_code=trust_remote_code
-        )
+        self.quantization_config = quantization_config
         # Left padding: every prompt ends where generation starts, so new tokens line up.
-        self.tokenizer.padding_side = "left"
-        if self.tokenizer.pad_token is None:
-            # Llama-style tokenizers ship without a pad token; the mask hides it anyway.
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        kwargs = {"dtype": self.dtype, "trust_remote_code": trust_remote_code}
-        if load_in_4bit:
-            from transformers import BitsAndBytesConfig
-
-            # The NF4 settings of `ambigdocs distill`, so that a QLoRA adapter runs on the base
-            # weights it was trained on. A quantised model is placed by `device_map`, not moved.
-            kwargs["quantization_config"] = BitsAndBytesConfig(
-                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=self.dtype
-            )
-            kwargs["device_map"] = {"": self.device}
-        lm = AutoModelForCausalLM.from_pretrained(str(model), **kwargs)
-        if adapter:
-            from peft import PeftModel
-
-            lm = PeftModel.from_pretrained(lm, str(adapter))
-        self.model = (lm if load_in_4bit else lm.to(self.device)).eval()
+        self.tokenizer = load_tokenizer(
+            tokenizer or model, padding_side="left", trust_remote_code=trust_remote_code
+        )
+        self.model = load_model(
+            AutoModelForCausalLM,
+            self.model_name,
+            dtype=self.dtype,
+            device=self.device,
+            quantization_config=quantization_config,
+            adapter=adapter,
+            trust_remote_code=trust_remote_code,
+        )
         self._torch = torch
         eos = self.model.generation_config.eos_token_id
         if eos is None:
@@ -283,12 +255,7 @@ class HFBackend:
                 input_ids=input_ids,
                 attention_mask=attention_mask,
                 max_new_tokens=max_new_tokens,
-                do_sample=False,
-                num_beams=1,
-                # The model's generation_config may ask for sampling; greedy is the protocol.
-                temperature=None,
-                top_p=None,
-                top_k=None,
+                **GREEDY,
                 pad_token_id=self.tokenizer.pad_token_id,
                 return_dict_in_generate=True,
                 output_logits=return_scores,

@@ -9,8 +9,8 @@ An answer `a` found in passage `d` (title `t`) for the question `q_sn` is kept w
    `"premise: {t} | {d} hypothesis: {statement}"` and outputs `1`. An NLI input longer than
    328 tokens is not run at all and counts as not entailed (what the authors did).
 
-Both models are seq2seq models driven by `Seq2SeqGenerator`: greedy, batched, batches of similar
-token length (the same batching as the causal back-end, `generation.backends.hf`). The `filter`
+Both models are seq2seq models driven by `generation.backends.seq2seq.Seq2SeqGenerator`: greedy,
+batched, batches of similar token length (the same loading and batching as the causal back-end). The `filter`
 and `expand` stages only depend on the small `EntailmentChecker` interface, so tests (or another
 NLI method) can plug in their own.
 """
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from generation.backends.hf import length_sorted_batches, pick_device, pick_dtype
+from generation.backends.seq2seq import Seq2SeqGenerator
 from generation.prompts import strip_disambiguation
 
 DEFAULT_CONVERTER = "domenicrosati/question_converter-3b"
@@ -95,88 +95,6 @@ class EntailmentChecker(Protocol):
     """Anything that decides, for a batch of items, whether each answer is entailed."""
 
     def check(self, items: Sequence[EntailmentItem]) -> list[EntailmentResult]: ...
-
-
-class Seq2SeqGenerator:
-    """Greedy, batched generation with a transformers encoder-decoder model (T5).
-
-    Args:
-        model: a local folder or Hub id of a seq2seq model and its tokenizer.
-        batch_size: inputs per `generate` call; batches group inputs of similar length.
-        dtype: `auto` (bfloat16/float16 on accelerators, float32 on CPU) or a dtype name.
-        device: `cuda`, `cpu`, ...; default the first available.
-        show_progress: a tqdm bar over batches.
-
-    Raises:
-        ValueError: batch_size < 1 or an unknown dtype.
-    """
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        batch_size: int = 16,
-        dtype: str | None = "auto",
-        device: str | None = None,
-        show_progress: bool = False,
-    ):
-        import torch
-        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        self.model_name = str(model)
-        self.batch_size = batch_size
-        self.show_progress = show_progress
-        self.device = pick_device(device)
-        self.tokenizer = AutoTokenizer.from_pretrained(self.model_name)
-        # Encoder inputs are padded on the right (T5 was trained so; the mask hides the pads).
-        self.tokenizer.padding_side = "right"
-        self.model = (
-            AutoModelForSeq2SeqLM.from_pretrained(
-                self.model_name, dtype=pick_dtype(dtype, self.device)
-            )
-            .to(self.device)
-            .eval()
-        )
-        self._torch = torch
-
-    def encode(self, texts: Sequence[str]) -> list[list[int]]:
-        """Token ids per text, with the tokenizer's special tokens (T5 appends `</s>`)."""
-        return [self.tokenizer(t)["input_ids"] for t in texts]
-
-    def generate_ids(self, encoded: Sequence[list[int]], max_new_tokens: int) -> list[str]:
-        """Greedy outputs for already tokenised inputs, decoded, in input order."""
-        results: list[str | None] = [None] * len(encoded)
-        batches = length_sorted_batches([len(x) for x in encoded], self.batch_size)
-        if self.show_progress:
-            from tqdm.auto import tqdm
-
-            batches = tqdm(batches, desc=f"generate ({self.model_name})", unit="batch")
-        for batch in batches:
-            padded = self.tokenizer.pad(
-                {"input_ids": [encoded[i] for i in batch]}, padding=True, return_tensors="pt"
-            )
-            with self._torch.inference_mode():
-                out = self.model.generate(
-                    input_ids=padded["input_ids"].to(self.device),
-                    attention_mask=padded["attention_mask"].to(self.device),
-                    max_new_tokens=max_new_tokens,
-                    do_sample=False,
-                    num_beams=1,
-                    temperature=None,
-                    top_p=None,
-                    top_k=None,
-                )
-            for i, text in zip(
-                batch, self.tokenizer.batch_decode(out, skip_special_tokens=True), strict=True
-            ):
-                results[i] = text.strip()
-        return results  # type: ignore[return-value]
-
-    def generate(self, texts: Sequence[str], max_new_tokens: int) -> list[str]:
-        """Greedy outputs for `texts`, decoded without special tokens, in input order."""
-        return self.generate_ids(self.encode(texts), max_new_tokens)
 
 
 class ModelEntailmentChecker:

@@ -1,21 +1,46 @@
 """Command-line and YAML arguments of `ambigdocs distill`, with the paper's defaults.
 
-Two dataclasses are parsed together by trl's `TrlParser` (the parser of trl's own scripts):
-`DistillArguments` (data, base model, quantisation, LoRA) and trl's `SFTConfig` (every
-transformers/trl training argument: `--max_steps 4`, `--learning_rate 1e-4`, `--report_to wandb`,
-...). A YAML `--config` file sets any of them; the command line overrides the YAML.
+Three dataclasses are parsed together by trl's `TrlParser` (the parser of trl's own scripts):
+- `DistillArguments`, the toolkit's own options (data files, tokenisation, preset);
+- trl's `ModelConfig`: base model, dtype, bitsandbytes quantisation, LoRA (turned into a
+  `BitsAndBytesConfig` and a `LoraConfig` by trl's `get_quantization_config` / `get_peft_config`);
+- trl's `SFTConfig`: every transformers/trl training argument (`--max_steps 4`,
+  `--learning_rate 1e-4`, `--report_to wandb`, ...).
+A YAML `--config` file sets any of them; the command line overrides the YAML.
 
 The paper (B.2) trained QLoRA for 5 epochs at learning rate 2e-4; the rest of the defaults are
-those the issue fixes for parity with the authors' training script (Yoran et al., 2023):
-NF4 4-bit with bf16 compute, LoRA r=64, alpha=16, dropout 0.1 on q/k/v/o, linear schedule with 3%
-warm-up, paged AdamW 32-bit, at most 4096 tokens.
+those of the authors' training recipe (Yoran et al., 2023): NF4 4-bit with bf16 compute, LoRA
+r=64, alpha=16, dropout 0.1 on q/k/v/o, linear schedule with 3% warm-up, paged AdamW 32-bit, at
+most 4096 tokens. `--preset authors` also reproduces how the authors' old-trl run built its
+batches (see `PRESETS`).
+
+This module imports neither torch nor trl at import time, so that `ambigdocs distill --help`
+(`short_help`) answers at once; `--help-all` builds the full parser.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+import textwrap
+import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
+
+# ModelConfig fields whose defaults differ here from trl's (the paper's settings). `dtype: auto`
+# means here: bfloat16 where it runs (see generation.distill.train.resolve_compute_dtype).
+PAPER_MODEL_DEFAULTS: dict[str, object] = {
+    "dtype": "auto",
+    "use_peft": True,
+    "load_in_4bit": True,
+    "bnb_4bit_quant_type": "nf4",
+    "use_bnb_nested_quant": False,
+    "lora_r": 64,
+    "lora_alpha": 16,
+    "lora_dropout": 0.1,
+    "lora_target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"],
+}
 
 # SFTConfig fields whose defaults differ here from trl's (the paper's settings).
 PAPER_TRAINING_DEFAULTS: dict[str, object] = {
@@ -26,114 +51,323 @@ PAPER_TRAINING_DEFAULTS: dict[str, object] = {
     "optim": "paged_adamw_32bit",
     "max_length": 4096,
     "report_to": "none",
-    # Mixed precision follows --compute_dtype (decided in generation.distill.train once the device is
+    # Mixed precision follows --dtype (decided in generation.distill.train once the device is
     # known); trl's default bf16=True would fail transformers' argument check on a CPU.
     "bf16": False,
+}
+
+# Named presets: defaults laid over the paper's; the YAML and the command line still override.
+PRESETS: dict[str, dict[str, object]] = {
+    "paper": {},
+    # The authors' old-trl run: prompt+completion tokenised as one text (BOS, no EOS), the loss on
+    # every token, the batch size found by halving on out-of-memory, no gradient checkpointing.
+    "authors": {
+        "tokenization": "authors",
+        "completion_only_loss": False,
+        "auto_find_batch_size": True,
+        "gradient_checkpointing": False,
+    },
 }
 
 
 @dataclass
 class DistillArguments:
-    """What to train on and how the base model and adapter are set up."""
+    """The toolkit's own options: what to train on and how examples become tokens."""
 
-    base_model: str = field(
+    train: str | None = field(
+        default=None,
         metadata={
-            "help": "The model to distil into: a local folder or Hub id (the paper: "
-            "meta-llama/Llama-2-13b-chat-hf)."
-        }
-    )
-    train: str = field(
-        metadata={
-            "help": "`ambigdocs build filter` output (JSONL or .parquet); status-ok lines "
-            "are the training examples."
-        }
+            "help": "Required. `ambigdocs build filter` output (JSONL or .parquet); status-ok "
+            "lines are the training examples."
+        },
     )
     eval: str | None = field(
         default=None,
+        metadata={"help": "Held-out filter output for evaluation (same format as --train)."},
+    )
+    preset: Literal["paper", "authors"] = field(
+        default="paper",
         metadata={
-            "help": "Optional held-out filter output for evaluation (same format as --train)."
+            "help": "paper: the defaults below; authors: the authors' old-trl run (one text "
+            "with BOS and no EOS, loss on every token, auto_find_batch_size, no gradient "
+            "checkpointing). Explicit options still override."
         },
     )
-    quantization: Literal["4bit", "none"] = field(
-        default="4bit",
-        metadata={"help": "4bit: QLoRA (bitsandbytes NF4 base weights); none: plain LoRA."},
-    )
-    bnb_4bit_quant_type: Literal["nf4", "fp4"] = field(
-        default="nf4", metadata={"help": "4-bit data type of the base weights."}
-    )
-    bnb_4bit_use_double_quant: bool = field(
-        default=False, metadata={"help": "Also quantise the quantisation constants (QLoRA paper)."}
-    )
-    compute_dtype: Literal["auto", "bfloat16", "float16", "float32"] = field(
-        default="auto",
-        metadata={
-            "help": "dtype of the computation (4-bit compute dtype, non-quantised weights, mixed "
-            "precision). auto: bfloat16 where it runs (CUDA with bf16 support, or a CPU where a "
-            "probe bf16 step succeeds), float16 on older GPUs, float32 otherwise."
-        },
-    )
-    lora_r: int = field(default=64, metadata={"help": "LoRA rank."})
-    lora_alpha: int = field(default=16, metadata={"help": "LoRA alpha (scaling = alpha / r)."})
-    lora_dropout: float = field(default=0.1, metadata={"help": "Dropout on the LoRA input."})
-    lora_target_modules: list[str] = field(
-        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"],
-        metadata={"help": "Names of the linear layers that get LoRA adapters."},
-    )
-    tokenization: Literal["inference", "trl"] = field(
+    tokenization: Literal["inference", "trl", "authors"] = field(
         default="inference",
         metadata={
-            "help": "inference: tokenise the prompt alone, as generation does, then the target "
-            "(trains on the exact generation-time context); trl: trl's joint prompt+completion "
-            "tokenisation of the prompt-completion data set."
+            "help": "inference: the prompt tokenised alone, as generation does, then the target "
+            "and EOS; trl: trl's joint prompt+completion tokenisation; authors: prompt+target "
+            "as one text with BOS and no EOS (needs --completion_only_loss false)."
         },
-    )
-    attn_implementation: str | None = field(
-        default=None, metadata={"help": "Attention kernel (e.g. sdpa, flash_attention_2)."}
     )
     # Not an option: set by `parse_args` when --bf16/--fp16 appear on the command line or in the
     # YAML, so that an explicit `false` is kept instead of being replaced by the automatic choice.
     mixed_precision_set: bool = field(default=False, init=False)
+    # Likewise for --disable_tqdm (progress bars are turned off automatically when stderr is not a
+    # terminal, unless the option is given).
+    progress_set: bool = field(default=False, init=False)
 
 
-def make_parser():
-    """The `TrlParser` over `DistillArguments` and trl's `SFTConfig`, with the paper's defaults."""
-    from trl import SFTConfig, TrlParser
+# The options `short_help` lists besides DistillArguments, with one line each.
+MODEL_HELP: dict[str, str] = {
+    "model_name_or_path": "Required (alias --base-model). The model to distil into: a folder or "
+    "Hub id (the paper: meta-llama/Llama-2-13b-chat-hf).",
+    "dtype": "Compute dtype: auto (bfloat16 where it runs, float16 on older GPUs, else float32), "
+    "bfloat16, float16, float32.",
+    "load_in_4bit": "QLoRA: bitsandbytes 4-bit base weights (false: plain LoRA).",
+    "load_in_8bit": "8-bit base weights instead.",
+    "bnb_4bit_quant_type": "4-bit data type: nf4 or fp4.",
+    "use_bnb_nested_quant": "Double quantisation (the QLoRA paper's).",
+    "lora_r": "LoRA rank.",
+    "lora_alpha": "LoRA alpha (scaling alpha / r).",
+    "lora_dropout": "Dropout on the LoRA input.",
+    "lora_target_modules": "Linear layers that get adapters.",
+    "attn_implementation": "Attention kernel (sdpa, flash_attention_2, ...).",
+}
+TRAINING_HELP: dict[str, str] = {
+    "output_dir": "Required. Where the adapter is written.",
+    "num_train_epochs": "Epochs.",
+    "max_steps": "Stop after this many steps (overrides epochs).",
+    "learning_rate": "Peak learning rate.",
+    "lr_scheduler_type": "Schedule.",
+    "warmup_steps": "Warm-up (a float below 1 is a fraction of the steps).",
+    "optim": "Optimiser.",
+    "per_device_train_batch_size": "Examples per device and step.",
+    "gradient_accumulation_steps": "Steps accumulated per update.",
+    "auto_find_batch_size": "Halve the batch size on out-of-memory.",
+    "gradient_checkpointing": "Recompute activations to save memory.",
+    "max_length": "Longest example in tokens (longer ones are left out).",
+    "completion_only_loss": "Loss on the target only (default: yes, except with --tokenization "
+    "authors).",
+    "eval_strategy": "When to evaluate (with --eval).",
+    "save_strategy": "When to save checkpoints.",
+    "resume_from_checkpoint": "`last`: continue from the newest checkpoint.",
+    "logging_steps": "Log every N steps.",
+    "report_to": "none, wandb, tensorboard, trackio, ...",
+    "seed": "Random seed.",
+}
+# trl's own defaults for the options above that the paper does not change (shown in the help;
+# a test checks them against the parsed values).
+TRL_DEFAULTS_SHOWN: dict[str, object] = {
+    "load_in_8bit": False,
+    "attn_implementation": None,
+    "max_steps": -1,
+    "per_device_train_batch_size": 8,
+    "gradient_accumulation_steps": 1,
+    "auto_find_batch_size": False,
+    "gradient_checkpointing": True,
+    "completion_only_loss": None,
+    "eval_strategy": "no",
+    "save_strategy": "steps",
+    "resume_from_checkpoint": None,
+    "logging_steps": 10,
+    "seed": 42,
+}
 
-    parser = TrlParser((DistillArguments, SFTConfig), prog="ambigdocs distill")
-    parser.set_defaults(**PAPER_TRAINING_DEFAULTS)
+DOC = "docs/distillation.md"
+USAGE = (
+    "usage: ambigdocs distill --model_name_or_path MODEL --train FILE --output_dir DIR\n"
+    "                         [--eval FILE] [--preset paper|authors] [--config YAML] [OPTION ...]"
+)
+
+
+def _shown_default(name: str) -> object:
+    for table in (PAPER_MODEL_DEFAULTS, PAPER_TRAINING_DEFAULTS, TRL_DEFAULTS_SHOWN):
+        if name in table:
+            return table[name]
+    return None
+
+
+def _option_lines(helps: dict[str, str], preset_defaults: dict[str, object]) -> list[str]:
+    lines = []
+    for name, text in helps.items():
+        default = _shown_default(name)
+        if isinstance(default, list):
+            default = " ".join(default)
+        note = f" (default {default})" if default is not None else ""
+        if name in preset_defaults:
+            note += f" [--preset authors: {preset_defaults[name]}]"
+        lines.append(_option_line(name, text + note))
+    return lines
+
+
+def _option_line(name: str, text: str) -> str:
+    """`  --name   text`, the text wrapped at 100 columns under itself."""
+    return textwrap.fill(
+        text, width=100, initial_indent=f"  --{name:<29} ", subsequent_indent=" " * 34
+    )
+
+
+def short_help() -> str:
+    """The toolkit's options and the common trl ones, without importing torch or trl."""
+    authors = PRESETS["authors"]
+    own = []
+    for f in dataclasses.fields(DistillArguments):
+        if f.init:
+            default = f" (default {f.default})" if f.default is not None else ""
+            if f.name in authors:
+                default += f" [--preset authors: {authors[f.name]}]"
+            own.append(_option_line(f.name, f.metadata["help"] + default))
+    return "\n".join(
+        [USAGE, "", "QLoRA-distil the question generator (paper 3.2, B.2).", "", "options:"]
+        + own
+        + [_option_line("config", "A YAML file setting any option; the command line wins.")]
+        + ["", "model and adapter (trl ModelConfig):"]
+        + _option_lines(MODEL_HELP, authors)
+        + ["", "training (trl SFTConfig / transformers TrainingArguments), the most used:"]
+        + _option_lines(TRAINING_HELP, authors)
+        + [
+            "",
+            "`ambigdocs distill --help-all` lists every ModelConfig and SFTConfig option (~850",
+            f"lines); {DOC} explains the defaults and the presets.",
+        ]
+    )
+
+
+def _raise_usage_error(message: str):
+    """argparse's `error` for this parser: a ValueError (one line from `main`), not exit + usage."""
+    raise ValueError(message)
+
+
+def make_parser(preset: str = "paper"):
+    """The `TrlParser` over `DistillArguments`, trl's `ModelConfig` and `SFTConfig`, with the
+    paper's defaults and then the preset's.
+
+    Raises:
+        ValueError: an unknown preset.
+    """
+    if preset not in PRESETS:
+        raise ValueError(f"--preset must be one of {', '.join(PRESETS)}, got {preset!r}")
+    from trl import ModelConfig, SFTConfig, TrlParser
+
+    parser = TrlParser((DistillArguments, ModelConfig, SFTConfig), prog="ambigdocs distill")
+    parser.set_defaults(**PAPER_MODEL_DEFAULTS, **PAPER_TRAINING_DEFAULTS, **PRESETS[preset])
+    parser.error = _raise_usage_error
+    for action in parser._actions:
+        if action.dest == "dtype":  # the same field, with the meaning `auto` has here
+            action.help = MODEL_HELP["dtype"]
+        elif action.dest == "model_name_or_path":
+            action.help = MODEL_HELP["model_name_or_path"]
     return parser
 
 
-_PRECISION_FLAGS = ("bf16", "fp16")
+_ALIASES = {"--base-model": "--model_name_or_path", "--base_model": "--model_name_or_path"}
 
 
-def _precision_given(argv: list[str]) -> bool:
-    """Whether `argv` or its `--config` YAML sets --bf16 or --fp16 (to any value)."""
+def _apply_aliases(argv: list[str]) -> list[str]:
+    """`--base-model M` (and `--base-model=M`) as `--model_name_or_path M`."""
+    out = []
     for arg in argv:
-        if any(arg == f"--{name}" or arg.startswith(f"--{name}=") for name in _PRECISION_FLAGS):
-            return True
-    if "--config" in argv and argv.index("--config") + 1 < len(argv):
-        import yaml
+        name, eq, value = arg.partition("=")
+        out.append(_ALIASES[name] + eq + value if name in _ALIASES else arg)
+    return out
 
-        with open(argv[argv.index("--config") + 1], encoding="utf-8") as handle:
+
+def read_yaml_config(argv: list[str]) -> dict:
+    """The mapping in the `--config` YAML of `argv` ({} without one).
+
+    Raises:
+        ValueError: `--config` without a value, a missing or unreadable file, or not a mapping.
+    """
+    if "--config" not in argv:
+        return {}
+    index = argv.index("--config")
+    if index + 1 >= len(argv):
+        raise ValueError("--config needs a YAML file")
+    import yaml
+
+    path = argv[index + 1]
+    try:
+        with open(path, encoding="utf-8") as handle:
             config = yaml.safe_load(handle)
-        return isinstance(config, dict) and any(name in config for name in _PRECISION_FLAGS)
-    return False
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise ValueError(f"--config {path}: {err}".replace("\n", " ")) from None
+    if not isinstance(config, dict):
+        raise ValueError(f"--config {path}: must hold a YAML mapping of option: value")
+    return config
+
+
+def _given(name: str, argv: list[str], config: dict) -> bool:
+    """Whether option `name` is set on the command line or in the YAML (to any value)."""
+    flag = f"--{name}"
+    return name in config or any(a == flag or a.startswith(flag + "=") for a in argv)
+
+
+def _preset_of(argv: list[str], config: dict) -> str:
+    for k, arg in enumerate(argv):
+        if arg.startswith("--preset="):
+            return arg.split("=", 1)[1]
+        if arg == "--preset" and k + 1 < len(argv):
+            return argv[k + 1]
+    return str(config.get("preset", "paper"))
 
 
 def parse_args(argv: list[str] | None):
-    """Parses `argv` (and its `--config YAML`) into `(DistillArguments, SFTConfig)`.
+    """Parses `argv` (and its `--config YAML`) into `(DistillArguments, ModelConfig, SFTConfig)`.
 
     Raises:
-        ValueError: no `--output_dir`, or an eval strategy without an eval file.
+        ValueError: any usage error (unknown option, bad value, missing required option, a
+            combination that cannot work), in one line.
     """
-    argv = list(argv) if argv is not None else sys.argv[1:]
-    distill_args, training_args = make_parser().parse_args_and_config(args=argv)
-    distill_args.mixed_precision_set = _precision_given(argv)
-    if "--output_dir" not in argv and "--output-dir" not in argv:
+    argv = _apply_aliases(list(argv) if argv is not None else sys.argv[1:])
+    config = read_yaml_config(argv)
+    parser = make_parser(_preset_of(argv, config))
+    with warnings.catch_warnings():
+        if not _given("gradient_checkpointing", argv, config):
+            # trl's default (or the preset's) sets the old name, which transformers 5 reports as
+            # deprecated; a user who did not write it has nothing to change.
+            warnings.filterwarnings(
+                "ignore", message="`gradient_checkpointing` is deprecated", category=FutureWarning
+            )
+        distill_args, model_args, training_args = parser.parse_args_and_config(args=argv)
+    distill_args.mixed_precision_set = any(_given(n, argv, config) for n in ("bf16", "fp16"))
+    distill_args.progress_set = _given("disable_tqdm", argv, config)
+    check_args(distill_args, model_args, training_args, output_dir_given=_given_output_dir(argv))
+    return distill_args, model_args, training_args
+
+
+def _given_output_dir(argv: list[str]) -> bool:
+    return any(a.split("=", 1)[0] in ("--output_dir", "--output-dir") for a in argv)
+
+
+def check_args(distill_args, model_args, training_args, output_dir_given: bool = True) -> None:
+    """Checks that the options are complete and consistent (no file is looked at).
+
+    Raises:
+        ValueError: a missing required option, or options that contradict each other.
+    """
+    if not model_args.model_name_or_path:
+        raise ValueError("--model_name_or_path (or --base-model) is required")
+    if not distill_args.train:
+        raise ValueError("--train is required (a `build filter` output)")
+    if not output_dir_given and training_args.output_dir in (None, "trainer_output"):
         # SFTConfig falls back to ./trainer_output; an adapter should never land there silently.
-        if training_args.output_dir in (None, "trainer_output"):
-            raise ValueError("--output_dir is required (where the adapter is written)")
+        raise ValueError("--output_dir is required (where the adapter is written)")
+    if not model_args.use_peft:
+        raise ValueError("--use_peft false: distill trains a LoRA adapter; it needs use_peft")
     if training_args.eval_strategy != "no" and distill_args.eval is None:
         raise ValueError(f"--eval_strategy {training_args.eval_strategy} needs an --eval file")
-    return distill_args, training_args
+    if distill_args.tokenization == "authors" and training_args.completion_only_loss:
+        raise ValueError(
+            "--tokenization authors trains on the whole text (no prompt/target boundary); "
+            "it needs --completion_only_loss false"
+        )
+
+
+def check_paths(distill_args, model_args, training_args) -> None:
+    """Checks the files and folders the options name, before anything is loaded.
+
+    Raises:
+        ValueError: a data file that is not there, an output folder that is a file, or a local
+            model folder that does not exist.
+    """
+    for flag, path in (("--train", distill_args.train), ("--eval", distill_args.eval)):
+        if path is not None and not Path(path).is_file():
+            raise ValueError(f"{flag} {path}: no such file")
+    output_dir = Path(training_args.output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise ValueError(f"--output_dir {output_dir}: exists and is not a folder")
+    from generation.backends.loading import check_model_path
+
+    check_model_path(model_args.model_name_or_path, "--model_name_or_path")

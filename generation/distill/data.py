@@ -1,8 +1,8 @@
 """Training examples for `ambigdocs distill`: filtered question records -> prompt/completion pairs.
 
 The distilled question generator learns from the records that passed `ambigdocs build filter`
-(status `ok`). Each becomes the instruction-format prompt of pipeline.md section 3 and its target
-(`{question}\\nAnswer to Passage 1: {a1}\\nAnswer to Passage 2: {a2}`), both rendered by
+(status `ok`). Each becomes the instruction-format prompt of docs/pipeline.md section 3 and its
+target (`{question}\\nAnswer to Passage 1: {a1}\\nAnswer to Passage 2: {a2}`), both rendered by
 `generation.prompts.render_question_training_text`, the same module the `questions` stage uses
 with `prompt_format="instruction"`, so training and generation share one template.
 
@@ -153,10 +153,43 @@ def tokenize_example(prompt: str, completion: str, tokenizer) -> dict[str, list[
     }
 
 
+def tokenize_authors(prompt: str, completion: str, tokenizer) -> dict[str, list[int]]:
+    """Token ids of one example as the authors' old-trl run built them.
+
+    Prompt and completion form one text, tokenised in one piece; the sequence starts with BOS
+    (added here when the tokenizer does not add it, as Llama-2's does) and has no EOS (removed
+    when the tokenizer appends one). There is no completion mask: the loss is on every token.
+
+    Returns:
+        `input_ids`.
+    """
+    ids = list(tokenizer(prompt + completion)["input_ids"])
+    bos, eos = tokenizer.bos_token_id, tokenizer.eos_token_id
+    if bos is not None and ids[:1] != [bos]:
+        ids.insert(0, bos)
+    if eos is not None and eos != bos and len(ids) > 1 and ids[-1] == eos:
+        ids.pop()
+    return {"input_ids": ids}
+
+
+TOKENIZERS = {"inference": tokenize_example, "authors": tokenize_authors}
+
+
+def example_length(prompt: str, completion: str, tokenizer, tokenization: str) -> int:
+    """Tokens of one training example (trl's joint tokenisation is counted as `inference`)."""
+    tokenize = TOKENIZERS.get(tokenization, tokenize_example)
+    return len(tokenize(prompt, completion, tokenizer)["input_ids"])
+
+
 def drop_too_long(
-    rows: Sequence[Mapping[str, str]], tokenizer, max_length: int | None, source: str = "input"
+    rows: Sequence[Mapping[str, str]],
+    tokenizer,
+    max_length: int | None,
+    source: str = "input",
+    tokenization: str = "inference",
 ) -> list[Mapping[str, str]]:
-    """The examples whose prompt, target and EOS fit in `max_length` tokens.
+    """The examples whose tokens (prompt, target, EOS when the tokenisation adds one) fit in
+    `max_length`.
 
     trl would cut longer ones at `max_length`, which removes the end of the target (the answers
     and EOS) and teaches the model to stop mid-answer; they are dropped instead, with a warning.
@@ -169,7 +202,7 @@ def drop_too_long(
     kept = []
     longest = 0
     for r in rows:
-        n = len(tokenize_example(r["prompt"], r["completion"], tokenizer)["input_ids"])
+        n = example_length(r["prompt"], r["completion"], tokenizer, tokenization)
         longest = max(longest, n)
         if n <= max_length:
             kept.append(r)
@@ -197,12 +230,13 @@ def build_dataset(rows: Sequence[Mapping[str, str]], tokenizer, tokenization: st
     Args:
         rows: prompt/completion pairs from `to_prompt_completion`.
         tokenizer: the base model's tokenizer.
-        tokenization: `inference` (pre-tokenised here, see the module docstring) or `trl`
-            (prompt/completion text; trl tokenises).
+        tokenization: `inference` (pre-tokenised here, see the module docstring), `authors`
+            (pre-tokenised here, `tokenize_authors`) or `trl` (prompt/completion text; trl
+            tokenises).
 
     Returns:
-        The data set: columns `input_ids`, `completion_mask` (inference) or `prompt`,
-        `completion` (trl).
+        The data set: columns `input_ids`, `completion_mask` (inference), `input_ids`
+        (authors) or `prompt`, `completion` (trl).
 
     Raises:
         ValueError: unknown tokenization.
@@ -211,8 +245,7 @@ def build_dataset(rows: Sequence[Mapping[str, str]], tokenizer, tokenization: st
 
     if tokenization == "trl":
         return Dataset.from_list([dict(r) for r in rows])
-    if tokenization == "inference":
-        return Dataset.from_list(
-            [tokenize_example(r["prompt"], r["completion"], tokenizer) for r in rows]
-        )
-    raise ValueError(f"tokenization must be 'inference' or 'trl', got {tokenization!r}")
+    if tokenization in TOKENIZERS:
+        tokenize = TOKENIZERS[tokenization]
+        return Dataset.from_list([tokenize(r["prompt"], r["completion"], tokenizer) for r in rows])
+    raise ValueError(f"tokenization must be 'inference', 'authors' or 'trl', got {tokenization!r}")

@@ -3,22 +3,27 @@
 The authors generated 1,500 questions with GPT-4, kept those that passed the filters, fine-tuned
 Llama-2-13b-chat on them with QLoRA, and generated the remaining questions with it. This command
 does the fine-tuning: the status-ok lines of a `build filter` output become instruction-format
-examples (pipeline.md section 3, rendered by `generation.prompts`), and a LoRA adapter is trained
-on a 4-bit (NF4) base model. The adapter then plugs into
+examples (docs/pipeline.md section 3, rendered by `generation.prompts`), and a LoRA adapter is
+trained on a 4-bit (NF4) base model. The adapter then plugs into
 `ambigdocs build questions --backend hf --model BASE --adapter DIR`.
 
 Launch (one process, or several with accelerate; every SFTConfig argument may follow):
 
 ```bash
-ambigdocs distill --base-model meta-llama/Llama-2-13b-chat-hf --train filtered.jsonl \\
-    --output-dir adapters/question-generator [--eval heldout.jsonl] [--config configs/distill.yaml]
+ambigdocs distill --model_name_or_path meta-llama/Llama-2-13b-chat-hf --train filtered.jsonl \\
+    --output_dir adapters/question-generator [--eval heldout.jsonl] [--config configs/distill.yaml]
 
-accelerate launch -m generation.distill.train --base-model ... --train ... --output-dir ...
+accelerate launch -m generation.distill.train --model_name_or_path ... --train ... --output_dir ...
 
 # a quick try: 4 steps, a shorter context
-ambigdocs distill --base-model M --train filtered.jsonl --output-dir out --max_steps 4 \\
+ambigdocs distill --model_name_or_path M --train filtered.jsonl --output_dir out --max_steps 4 \\
     --max_length 1024 --logging_steps 1
 ```
+
+The base model, its quantisation and the LoRA settings come from trl's `ModelConfig`, turned into
+a `BitsAndBytesConfig` and a `LoraConfig` by trl's `get_quantization_config` / `get_peft_config`;
+the quantisation is also written next to the adapter, so that the hf back-end loads the base
+model as it was trained (`generation.backends.loading`).
 """
 
 from __future__ import annotations
@@ -26,9 +31,11 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import warnings
 from pathlib import Path
 
-from generation.distill.args import DistillArguments, parse_args
+from generation.backends.loading import no_peft_deprecation_noise, save_base_quantization
+from generation.distill.args import DistillArguments, check_paths, parse_args, short_help
 
 logger = logging.getLogger("ambigdocs.distill")
 
@@ -103,57 +110,56 @@ def _apply_mixed_precision(training_args, dtype, user_set: bool = False) -> None
     )
 
 
-def load_base_model(args: DistillArguments, dtype, trust_remote_code: bool = False):
-    """Loads the base causal LM, in 4-bit NF4 for QLoRA or unquantised for plain LoRA.
+def quantization_config(model_args, dtype):
+    """trl's `BitsAndBytesConfig` for the base model (None when unquantised), computing in `dtype`.
+
+    `model_args.dtype` is set to the resolved dtype's name first: trl uses it as the 4-bit compute
+    dtype, and here `auto` has already been decided (`resolve_compute_dtype`).
+    """
+    from trl import get_quantization_config
+
+    model_args.dtype = str(dtype).replace("torch.", "")
+    return get_quantization_config(model_args)
+
+
+def load_base_model(model_args, dtype, quantization=None, trust_remote_code: bool = False):
+    """Loads the base causal LM, quantised as `quantization` says (or unquantised).
 
     Args:
-        args: the distillation arguments (base model, quantization, bitsandbytes settings).
+        model_args: trl's `ModelConfig` (model, revision, attention kernel).
         dtype: the compute dtype (also the dtype of the weights that stay unquantised).
+        quantization: a `BitsAndBytesConfig` (from `quantization_config`), or None.
         trust_remote_code: forwarded to `from_pretrained`.
 
     Returns:
-        The model, ready for `get_peft_model` (for 4-bit: prepared with
+        The model, ready for `get_peft_model` (a quantised one prepared with
         `peft.prepare_model_for_kbit_training`, which keeps norms and embeddings in float32).
     """
     import torch
-    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+    from transformers import AutoModelForCausalLM
 
-    kwargs = {"dtype": dtype, "trust_remote_code": trust_remote_code}
-    if args.attn_implementation:
-        kwargs["attn_implementation"] = args.attn_implementation
-    if args.quantization == "4bit":
-        kwargs["quantization_config"] = BitsAndBytesConfig(
-            load_in_4bit=True,
-            bnb_4bit_quant_type=args.bnb_4bit_quant_type,
-            bnb_4bit_compute_dtype=dtype,
-            bnb_4bit_use_double_quant=args.bnb_4bit_use_double_quant,
-        )
+    kwargs = {
+        "dtype": dtype,
+        "revision": model_args.model_revision,
+        "trust_remote_code": trust_remote_code,
+    }
+    if model_args.attn_implementation:
+        kwargs["attn_implementation"] = model_args.attn_implementation
+    if quantization is not None:
+        kwargs["quantization_config"] = quantization
         if torch.cuda.is_available():
             from accelerate import PartialState
 
             # One full copy per process (data parallel under accelerate launch).
             kwargs["device_map"] = {"": PartialState().local_process_index}
-    model = AutoModelForCausalLM.from_pretrained(args.base_model, **kwargs)
-    if args.quantization == "4bit":
+    model = AutoModelForCausalLM.from_pretrained(model_args.model_name_or_path, **kwargs)
+    if quantization is not None:
         from peft import prepare_model_for_kbit_training
 
         # Gradient checkpointing is turned on by the Trainer (SFTConfig.gradient_checkpointing).
-        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+        with no_peft_deprecation_noise():
+            model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
     return model
-
-
-def lora_config(args: DistillArguments):
-    """The peft `LoraConfig` of the adapter (causal LM, no bias)."""
-    from peft import LoraConfig
-
-    return LoraConfig(
-        task_type="CAUSAL_LM",
-        r=args.lora_r,
-        lora_alpha=args.lora_alpha,
-        lora_dropout=args.lora_dropout,
-        target_modules=list(args.lora_target_modules),
-        bias="none",
-    )
 
 
 def load_examples(path: str, tokenizer, tokenization: str, max_length: int | None):
@@ -167,39 +173,39 @@ def load_examples(path: str, tokenizer, tokenization: str, max_length: int | Non
     )
 
     records = select_ok_records(read_stage(path), source=str(path))
-    rows = drop_too_long(to_prompt_completion(records), tokenizer, max_length, source=str(path))
+    rows = drop_too_long(
+        to_prompt_completion(records), tokenizer, max_length, str(path), tokenization
+    )
     return build_dataset(rows, tokenizer, tokenization)
 
 
-def build_trainer(args: DistillArguments, training_args):
+def build_trainer(args: DistillArguments, model_args, training_args):
     """Loads tokenizer, data and model, and returns the `SFTTrainer` (not yet trained).
 
     Args:
-        args: the distillation arguments.
+        args: the toolkit's distillation arguments.
+        model_args: trl's `ModelConfig` (`dtype` is replaced by the resolved compute dtype).
         training_args: trl's `SFTConfig` (modified in place: mixed precision, completion-only
-            loss and eval strategy get resolved).
+            loss, eval strategy and pinned memory get resolved).
 
     Returns:
         The trainer; `trainer.model` is the PEFT model.
+
+    Raises:
+        ValueError: a named file or folder is missing or of the wrong kind, or bad data (both
+            found before any weights are loaded).
     """
+    check_paths(args, model_args, training_args)
     from transformers import AutoTokenizer
-    from trl import SFTTrainer
+    from trl import SFTTrainer, get_peft_config
 
-    dtype = resolve_compute_dtype(args.compute_dtype)
+    dtype = resolve_compute_dtype(model_args.dtype)
     _apply_mixed_precision(training_args, dtype, args.mixed_precision_set)
-    if training_args.completion_only_loss is None:
-        # trl's default for prompt-completion data; pre-tokenised data must say it explicitly.
-        training_args.completion_only_loss = True
-    _warn_if_only_warmup(training_args)
-    if args.eval and training_args.eval_strategy == "no":
-        from transformers.trainer_utils import IntervalStrategy
-
-        logger.info("--eval given: evaluating at the end of every epoch (--eval_strategy epoch)")
-        training_args.eval_strategy = IntervalStrategy.EPOCH
-        training_args.do_eval = True
-
+    _resolve_training_options(args, training_args)
     tokenizer = AutoTokenizer.from_pretrained(
-        args.base_model, trust_remote_code=training_args.trust_remote_code
+        model_args.model_name_or_path,
+        revision=model_args.model_revision,
+        trust_remote_code=training_args.trust_remote_code,
     )
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token  # Llama-2 has none; padded positions get no loss
@@ -208,29 +214,71 @@ def build_trainer(args: DistillArguments, training_args):
     eval_dataset = (
         load_examples(args.eval, tokenizer, args.tokenization, max_length) if args.eval else None
     )
-
-    logger.info(
-        "base %s, %s, compute %s, LoRA r=%d alpha=%d dropout=%s on %s; %d training examples",
-        args.base_model,
-        "4-bit " + args.bnb_4bit_quant_type if args.quantization == "4bit" else "unquantised",
-        str(dtype).replace("torch.", ""),
-        args.lora_r,
-        args.lora_alpha,
-        args.lora_dropout,
-        ",".join(args.lora_target_modules),
-        len(train_dataset),
+    quantization = quantization_config(model_args, dtype)
+    peft_config = get_peft_config(model_args)
+    _log_setup(model_args, quantization, peft_config, dtype, len(train_dataset))
+    model = load_base_model(
+        model_args, dtype, quantization, trust_remote_code=training_args.trust_remote_code
     )
-    model = load_base_model(args, dtype, trust_remote_code=training_args.trust_remote_code)
-    trainer = SFTTrainer(
-        model=model,
-        args=training_args,
-        train_dataset=train_dataset,
-        eval_dataset=eval_dataset,
-        processing_class=tokenizer,
-        peft_config=lora_config(args),
-    )
+    with no_peft_deprecation_noise():
+        trainer = SFTTrainer(
+            model=model,
+            args=training_args,
+            train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
+            processing_class=tokenizer,
+            peft_config=peft_config,
+        )
     _keep_adapter_trainable_in(trainer.model, dtype)
     return trainer
+
+
+def _resolve_training_options(args: DistillArguments, training_args) -> None:
+    """Settles the SFTConfig options that depend on the data, the device or other options."""
+    import torch
+
+    if training_args.completion_only_loss is None:
+        # trl's default for prompt-completion data; pre-tokenised data must say it explicitly.
+        training_args.completion_only_loss = args.tokenization != "authors"
+    _warn_if_only_warmup(training_args)
+    if args.eval and training_args.eval_strategy == "no":
+        from transformers.trainer_utils import IntervalStrategy
+
+        logger.info("--eval given: evaluating at the end of every epoch (--eval_strategy epoch)")
+        training_args.eval_strategy = IntervalStrategy.EPOCH
+        training_args.do_eval = True
+    if not args.progress_set and not sys.stderr.isatty():
+        # In a log file every redraw of tqdm's bar is a new line: each step's bar appears twice
+        # around each logged line. Without a terminal the Trainer prints one line per log instead.
+        training_args.disable_tqdm = True
+    if not torch.cuda.is_available():
+        # Pinned memory only helps copies to a GPU; without one torch warns mid-progress-bar.
+        training_args.dataloader_pin_memory = False
+        if str(getattr(training_args.optim, "value", training_args.optim)).startswith("paged_"):
+            logger.info("no GPU: bitsandbytes runs the paged optimiser without paging")
+            warnings.filterwarnings(
+                "ignore", message="Paged optimizers are not supported on CPU", category=UserWarning
+            )
+
+
+def _log_setup(model_args, quantization, peft_config, dtype, n_examples: int) -> None:
+    if quantization is None:
+        weights = "unquantised"
+    elif quantization.load_in_4bit:
+        weights = f"4-bit {quantization.bnb_4bit_quant_type}"
+    else:
+        weights = "8-bit"
+    logger.info(
+        "base %s, %s, compute %s, LoRA r=%d alpha=%d dropout=%s on %s; %d training examples",
+        model_args.model_name_or_path,
+        weights,
+        str(dtype).replace("torch.", ""),
+        peft_config.r,
+        peft_config.lora_alpha,
+        peft_config.lora_dropout,
+        ",".join(sorted(peft_config.target_modules)),
+        n_examples,
+    )
 
 
 def _warn_if_only_warmup(training_args) -> None:
@@ -272,12 +320,36 @@ def _resume_value(value):
     return value
 
 
-def train_and_save(trainer, args: DistillArguments, training_args) -> dict:
-    """Trains, evaluates (when there is an eval split) and saves the adapter and its info file.
+def _base_quantization(trainer):
+    """The `BitsAndBytesConfig` the trained model's base weights were loaded with, or None."""
+    config = getattr(trainer.model.get_base_model().config, "quantization_config", None)
+    if isinstance(config, dict):
+        from transformers import BitsAndBytesConfig
+
+        config = BitsAndBytesConfig.from_dict(config)
+    return config
+
+
+def _final_eval_metrics(trainer) -> dict:
+    """The eval metrics at the last step: those already logged there, else a new evaluation.
+
+    With `--eval_strategy epoch` the Trainer has just evaluated after the last step; evaluating
+    again would print a second eval progress bar for the same numbers.
+    """
+    step = trainer.state.global_step
+    logged = [e for e in trainer.state.log_history if "eval_loss" in e and e.get("step") == step]
+    if logged:
+        return {k: v for k, v in logged[-1].items() if k.startswith("eval_")}
+    return trainer.evaluate()
+
+
+def train_and_save(trainer, args: DistillArguments, model_args, training_args) -> dict:
+    """Trains, evaluates (when there is an eval split) and saves the adapter and its info files.
 
     Args:
         trainer: from `build_trainer`.
-        args: the distillation arguments.
+        args: the toolkit's distillation arguments.
+        model_args: trl's `ModelConfig`.
         training_args: trl's `SFTConfig`.
 
     Returns:
@@ -288,41 +360,45 @@ def train_and_save(trainer, args: DistillArguments, training_args) -> dict:
     )
     metrics = dict(result.metrics)
     if trainer.eval_dataset is not None:
-        metrics.update(trainer.evaluate())
+        metrics.update(_final_eval_metrics(trainer))
     out = Path(training_args.output_dir)
     trainer.save_model(str(out))  # adapter_config.json + adapter_model.safetensors (+ tokenizer)
+    quantization = _base_quantization(trainer)
     info = {
-        "base_model": args.base_model,
+        "base_model": model_args.model_name_or_path,
         "train": str(args.train),
         "eval": args.eval,
         "train_examples": len(trainer.train_dataset),
-        "quantization": args.quantization,
+        "preset": args.preset,
+        "quantization": quantization.to_dict() if quantization is not None else None,
         "tokenization": args.tokenization,
+        "completion_only_loss": training_args.completion_only_loss,
         "prompt_format": "instruction",
         "global_step": trainer.state.global_step,
         "loss_history": [
             {"step": e["step"], "loss": e["loss"]} for e in trainer.state.log_history if "loss" in e
         ],
         "metrics": metrics,
-        "use_with": f"ambigdocs build questions --backend hf --model {args.base_model} "
-        f"--adapter {out}",
+        "use_with": f"ambigdocs build questions --backend hf --model "
+        f"{model_args.model_name_or_path} --adapter {out}",
     }
     if trainer.accelerator.is_main_process:
         from generation.io.records import atomic_write_json
 
+        save_base_quantization(out, quantization)
         atomic_write_json(out / INFO_FILE, info)
         print(json.dumps({k: info[k] for k in ("global_step", "metrics", "use_with")}, indent=2))
     return info
 
 
-def run(args: DistillArguments, training_args) -> dict:
+def run(args: DistillArguments, model_args, training_args) -> dict:
     """Builds the trainer, trains, and saves the adapter to `training_args.output_dir`.
 
     Returns:
         The contents of `ambigdocs_distill.json` (see `train_and_save`).
     """
-    trainer = build_trainer(args, training_args)
-    info = train_and_save(trainer, args, training_args)
+    trainer = build_trainer(args, model_args, training_args)
+    info = train_and_save(trainer, args, model_args, training_args)
     if hasattr(trainer, "end"):
         trainer.end()  # transformers >= 5.18: finish trackers, destroy the process group
     return info
@@ -335,15 +411,24 @@ def main(argv: list[str] | None = None) -> int:
         argv: the arguments after `distill` (default: `sys.argv[1:]`).
 
     Returns:
-        0 on success, 2 on a usage or data error (printed).
+        0 on success and after a help text, 2 on a usage or data error (one line on stderr).
     """
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "-h" in argv or "--help" in argv:
+        print(short_help())  # without importing torch or trl
+        return 0
+    if "--help-all" in argv:
+        from generation.distill.args import make_parser
+
+        make_parser().print_help()
+        return 0
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        args, training_args = parse_args(argv)
-        run(args, training_args)
-    except ValueError as err:
-        print(f"ambigdocs distill: error: {err}", file=sys.stderr)
+        args, model_args, training_args = parse_args(argv)
+        run(args, model_args, training_args)
+    except (ValueError, OSError) as err:
+        message = " ".join(str(err).split())  # one line, whatever the library wrote
+        print(f"ambigdocs distill: error: {message}", file=sys.stderr)
         return 2
     return 0
 

@@ -1,0 +1,247 @@
+"""Loading transformers models: the one home shared by the causal back-end, the seq2seq models of
+the entailment check, and `ambigdocs distill`.
+
+What lives here: the device and dtype choice, loading a tokenizer and model (optionally
+quantised, optionally with a PEFT adapter on top), and the quantisation settings an adapter was
+trained on. `ambigdocs distill` writes those settings next to the adapter
+(`BASE_QUANTIZATION_FILE`, the `BitsAndBytesConfig` built by trl's `get_quantization_config`), and
+the hf back-end reads them back, so a QLoRA adapter runs on the very base weights it was trained
+with; peft's `adapter_config.json` does not record them.
+
+Importing this module also silences one bitsandbytes message (see `quiet_bitsandbytes`), so any
+command that loads models through here, or imports it first, does not print it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import warnings
+from pathlib import Path
+from typing import Any
+
+# Written by `ambigdocs distill` into the adapter folder when the base model was quantised.
+BASE_QUANTIZATION_FILE = "base_quantization_config.json"
+
+# `generate` keywords of greedy decoding. The Nones clear sampling settings that a model's
+# generation_config may carry (greedy is the protocol); they would otherwise draw warnings.
+GREEDY = {"do_sample": False, "num_beams": 1, "temperature": None, "top_p": None, "top_k": None}
+
+# Values of the hf back-end's `quantization` option.
+QUANTIZATION_CHOICES = ("auto", "none", "adapter")
+
+_BNB_KERNEL_LOGGER = "bitsandbytes.backends.cpu.ops"
+_BNB_KERNEL_MESSAGE = "Failed to load CPU gemm_4bit_forward from kernels-community"
+
+
+class _DropMessage(logging.Filter):
+    """Drops log records whose message starts with one given text; lets everything else pass."""
+
+    def __init__(self, prefix: str):
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.prefix)
+
+
+def quiet_bitsandbytes() -> None:
+    """Silences bitsandbytes' "Failed to load CPU gemm_4bit_forward from kernels-community".
+
+    bitsandbytes logs it when it is imported (peft, trl and sentence-transformers import it) on a
+    CPU with AVX512-bf16 and without the optional `kernels` package; it then uses its own CPU
+    kernel, which is what the toolkit tests. Only that one message of that one logger is dropped;
+    every other bitsandbytes warning still shows. Idempotent.
+    """
+    logger = logging.getLogger(_BNB_KERNEL_LOGGER)
+    if not any(isinstance(f, _DropMessage) for f in logger.filters):
+        logger.addFilter(_DropMessage(_BNB_KERNEL_MESSAGE))
+
+
+quiet_bitsandbytes()
+
+
+@contextlib.contextmanager
+def no_peft_deprecation_noise():
+    """Hides transformers' FutureWarning about `is_gradient_checkpointing`, which peft reads
+    when it wraps a model: a library-internal deprecation with nothing for a user to change."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning
+        )
+        yield
+
+
+def pick_device(device: str | None = None) -> str:
+    """`device` if given, else `cuda`, `mps` or `cpu`, the first that is available."""
+    if device:
+        return str(device)
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def pick_dtype(dtype: str | None, device: str):
+    """The torch dtype: a named one, or for `auto`/None bfloat16 on GPUs that support it,
+    float16 on other accelerators and float32 on CPU (CPU half precision is slow and lossy).
+
+    Raises:
+        ValueError: an unknown dtype name.
+    """
+    import torch
+
+    if dtype not in (None, "auto"):
+        if isinstance(dtype, torch.dtype):
+            return dtype
+        named = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+        if dtype not in named:
+            raise ValueError(f"dtype must be auto or one of {sorted(named)}, got {dtype!r}")
+        return named[dtype]
+    if device.startswith("cuda"):
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if device.startswith("mps"):
+        return torch.float16
+    return torch.float32
+
+
+def check_model_path(name: str | Path, label: str) -> None:
+    """Refuses, before anything is loaded, a model or adapter name that can only be a local
+    path (absolute, `./`, `../`, `~`, or with more than one `/`) and is not a folder.
+
+    A name like `org/model` may be a Hub id and is left to `from_pretrained`.
+
+    Raises:
+        ValueError: names `label` and the path.
+    """
+    name = str(name)
+    looks_local = name.startswith(("/", ".", "~")) or name.count("/") > 1
+    if looks_local and not Path(name).expanduser().is_dir():
+        raise ValueError(f"{label} {name}: no such folder")
+
+
+def save_base_quantization(folder: str | Path, quantization_config) -> None:
+    """Records the base model's quantisation next to an adapter (nothing when unquantised).
+
+    Args:
+        folder: the adapter folder.
+        quantization_config: the `BitsAndBytesConfig` the base model was loaded with, or None.
+    """
+    if quantization_config is None:
+        return
+    from generation.io.records import atomic_write_json
+
+    atomic_write_json(Path(folder) / BASE_QUANTIZATION_FILE, quantization_config.to_dict())
+
+
+def read_base_quantization(adapter: str | Path | None) -> dict[str, Any] | None:
+    """The quantisation settings an adapter folder records (see `save_base_quantization`).
+
+    Returns:
+        The `BitsAndBytesConfig` dict, or None when there is no adapter, the adapter is not a
+        local folder, or it records none (a plain LoRA adapter).
+
+    Raises:
+        ValueError: the file exists but is not a JSON object.
+    """
+    if not adapter or not Path(adapter).is_dir():
+        return None
+    path = Path(adapter) / BASE_QUANTIZATION_FILE
+    if not path.is_file():
+        return None
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: not readable as JSON ({err})") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{path}: must hold a JSON object (a BitsAndBytesConfig)")
+    return config
+
+
+def resolve_quantization(quantization: str, adapter: str | None):
+    """The `BitsAndBytesConfig` to load a base model with, for the hf back-end's option.
+
+    Args:
+        quantization: `auto` (the adapter's recorded settings when it has any, else none),
+            `adapter` (the adapter's recorded settings; an error without them) or `none`.
+        adapter: the adapter folder, or None.
+
+    Returns:
+        A `BitsAndBytesConfig`, or None for unquantised weights.
+
+    Raises:
+        ValueError: an unknown choice, or `adapter` without recorded settings.
+    """
+    if quantization not in QUANTIZATION_CHOICES:
+        raise ValueError(
+            f"quantization must be one of {', '.join(QUANTIZATION_CHOICES)}, got {quantization!r}"
+        )
+    if quantization == "none":
+        return None
+    recorded = read_base_quantization(adapter)
+    if recorded is None:
+        if quantization == "adapter":
+            raise ValueError(
+                f"quantization=adapter: {adapter or 'no adapter'} records no base quantisation "
+                f"({BASE_QUANTIZATION_FILE}, written by `ambigdocs distill`)"
+            )
+        return None
+    from transformers import BitsAndBytesConfig
+
+    return BitsAndBytesConfig.from_dict(recorded)
+
+
+def load_tokenizer(name: str, *, padding_side: str, trust_remote_code: bool = False):
+    """A tokenizer with the given padding side and a pad token (EOS when it ships none)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(name), trust_remote_code=trust_remote_code)
+    tokenizer.padding_side = padding_side
+    if tokenizer.pad_token is None and tokenizer.eos_token is not None:
+        # Llama-style tokenizers ship without a pad token; the attention mask hides it anyway.
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_model(
+    auto_class,
+    name: str,
+    *,
+    dtype,
+    device: str,
+    quantization_config=None,
+    adapter: str | None = None,
+    trust_remote_code: bool = False,
+):
+    """A pretrained model in eval mode on `device`, optionally quantised, with an adapter.
+
+    Args:
+        auto_class: e.g. `AutoModelForCausalLM` or `AutoModelForSeq2SeqLM`.
+        name: a local folder or Hub id.
+        dtype: the torch dtype of the weights that are not quantised.
+        device: where the model runs.
+        quantization_config: a `BitsAndBytesConfig`, or None.
+        adapter: a PEFT adapter folder or id loaded on top, or None.
+        trust_remote_code: passed to `from_pretrained`.
+
+    Returns:
+        The model (a `PeftModel` when an adapter is given).
+    """
+    kwargs: dict[str, Any] = {"dtype": dtype, "trust_remote_code": trust_remote_code}
+    if quantization_config is not None:
+        # A quantised model is placed by `device_map`; it cannot be moved afterwards.
+        kwargs["quantization_config"] = quantization_config
+        kwargs["device_map"] = {"": device}
+    model = auto_class.from_pretrained(str(name), **kwargs)
+    if adapter:
+        from peft import PeftModel
+
+        with no_peft_deprecation_noise():
+            model = PeftModel.from_pretrained(model, str(adapter))
+    if quantization_config is None:
+        model = model.to(device)
+    return model.eval()
