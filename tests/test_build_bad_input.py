@@ -288,16 +288,16 @@ def test_expand_passages_not_utf8(tmp_path, capsys):
 def test_backend_option_from_yaml_mapping_equals_the_command_line():
     from_yaml = ModelOptions(
         backend="hf", model="m",
-        backend_option={"dtype": "float32", "load_in_4bit": True, "tokenizer": "123"},
+        backend_option={"dtype": "float32", "trust_remote_code": True, "tokenizer": "123"},
     )  # fmt: skip
     from_cli = ModelOptions(
         backend="hf", model="m",
-        backend_option=["dtype=float32", "load_in_4bit=true", 'tokenizer="123"'],
+        backend_option=["dtype=float32", "trust_remote_code=true", 'tokenizer="123"'],
     )  # fmt: skip
     assert from_yaml == from_cli
     # types survive: a quoted number stays a string
     assert backend_options(from_yaml) == {
-        "dtype": "float32", "load_in_4bit": True, "tokenizer": "123",
+        "dtype": "float32", "trust_remote_code": True, "tokenizer": "123",
     }  # fmt: skip
 
 

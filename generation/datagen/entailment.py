@@ -165,7 +165,7 @@ class LazyEntailmentChecker:
         if self._checker is None:
             try:
                 self._checker = load_entailment_checker(**self.options)
-            except (OSError, ImportError) as err:
+            except (OSError, ImportError, ValueError) as err:
                 # A model that is not there is bad input (one line, exit status 2), not a crash.
                 models = (
                     f"{self.options.get('converter_model')!r}, {self.options.get('nli_model')!r}"
