@@ -156,6 +156,21 @@ def load_rows(args: argparse.Namespace) -> list[dict]:
     return rows
 
 
+def load_split_rows(
+    split: str,
+    *,
+    data_dir: str | None = None,
+    config: str | None = None,
+    dataset: str | None = None,
+    limit: int | None = None,
+) -> list[dict]:
+    """`load_rows` with explicit parameters (used by `ambigdocs retrieve`); no retrieved file."""
+    source = argparse.Namespace(
+        data_dir=data_dir, config=config, dataset=dataset, split=split, limit=limit, retrieved=None
+    )
+    return load_rows(source)
+
+
 def attach_retrieved(rows: list[dict], path: str, split: str) -> None:
     """Adds `retrieved` (by qid) from `ambigdocs retrieve` output: a folder or a JSONL file."""
     path = Path(path)
