@@ -56,14 +56,18 @@ class ShardStore:
         self.folder = Path(folder)
         self.settings = settings
         self.overwrite = overwrite
-        if not overwrite:
-            for meta in sorted(self.folder.glob("shard-*.json")):
-                made_with = json.loads(meta.read_text(encoding="utf-8")).get("settings")
-                if made_with != settings:
-                    raise ValueError(
-                        f"{meta} was made with other settings ({made_with}, now {settings}); "
-                        f"pass --overwrite to encode again, or use another --output"
-                    )
+        for meta in sorted(self.folder.glob("shard-*.json")):
+            made_with = json.loads(meta.read_text(encoding="utf-8")).get("settings")
+            if made_with == settings:
+                continue
+            if not overwrite:
+                raise ValueError(
+                    f"{meta} was made with other settings ({made_with}, now {settings}); "
+                    f"pass --overwrite to encode again, or use another --output"
+                )
+            # Only the marker goes: with several processes another may be writing that shard's
+            # arrays for the new settings right now; its arrays are rewritten anyway.
+            meta.unlink(missing_ok=True)
 
     def _paths(self, k: int) -> tuple[Path, Path, Path]:
         stem = self.folder / f"shard-{k:05d}"
@@ -74,13 +78,15 @@ class ShardStore:
         meta = self._paths(k)[2]
         return not self.overwrite and meta.exists()
 
-    def save(self, k: int, vectors: np.ndarray, offsets: np.ndarray) -> None:
+    def save(self, k: int, vectors: np.ndarray, offsets: np.ndarray, rank: int = 0) -> None:
         """Saves shard k: vectors and offsets first, then the metadata that vouches for them."""
         vec_path, off_path, meta_path = self._paths(k)
         meta_path.unlink(missing_ok=True)  # an overwritten shard is unfinished until the end
         atomic_write_npy(vec_path, np.ascontiguousarray(vectors, dtype=np.float32))
         atomic_write_npy(off_path, np.asarray(offsets, dtype=np.int64))
-        atomic_write_json(meta_path, {"settings": self.settings, "shard": k, "count": len(offsets)})
+        atomic_write_json(
+            meta_path, {"settings": self.settings, "shard": k, "count": len(offsets), "rank": rank}
+        )
 
     def load(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Shard k's vectors (memory-mapped) and offsets.
@@ -163,7 +169,7 @@ def encode_shards(
     def finish(k: int) -> None:
         encode_pending()
         if k >= 0 and offsets:
-            store.save(k, np.concatenate(vectors), np.asarray(offsets))
+            store.save(k, np.concatenate(vectors), np.asarray(offsets), rank)
         vectors.clear()
         offsets.clear()
 

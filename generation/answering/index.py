@@ -37,6 +37,28 @@ def make_index(spec: str, dim: int):
         ) from None
 
 
+def check_spec(spec: str, dim: int, train_size: int) -> None:
+    """Refuses a bad factory string, or a training sample smaller than the IVF lists, early.
+
+    Called before encoding, so that hours of encoding are not followed by the error.
+
+    Raises:
+        ValueError: as `make_index`, or `train_size` below the number of IVF lists.
+    """
+    import faiss
+
+    index = make_index(spec, dim)
+    try:
+        nlist = faiss.extract_index_ivf(index).nlist
+    except RuntimeError:  # not an IVF index
+        return
+    if train_size < nlist:
+        raise ValueError(
+            f"--index {spec!r} needs at least {nlist} training vectors (one per list), "
+            f"--train-size is {train_size}; faiss advises 30-256 per list"
+        )
+
+
 def sample_rows(sources: Sequence[np.ndarray], size: int, seed: int) -> np.ndarray:
     """`size` rows drawn uniformly without replacement from the concatenated `sources`.
 

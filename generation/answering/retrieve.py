@@ -245,9 +245,19 @@ def index_from_passages(args: RetrieveArguments, state, encode):
     return saved.load() if state.is_main_process else None
 
 
-def index_from_embeddings(args: RetrieveArguments):
-    """Builds (or loads) the index of precomputed embeddings; returns (index, offsets)."""
+def index_from_embeddings(args: RetrieveArguments, dim: int):
+    """Builds (or loads) the index of precomputed embeddings; returns (index, offsets).
+
+    Raises:
+        ValueError: bad files (see `load_embeddings`), or embeddings of another width than the
+            questions' (`dim`, from --model).
+    """
     arrays, ids = load_embeddings(args.embeddings, args.embedding_ids or ())
+    if arrays[0].shape[1] != dim:
+        raise ValueError(
+            f"--embeddings {args.embeddings[0]}: {arrays[0].shape[1]} dimensions, but --model "
+            f"{args.model} makes {dim}; the questions must be encoded by the passages' model"
+        )
     source = {
         "passages": passages_identity(args.passages),
         "embeddings": [passages_identity(f) for f in args.embeddings],
@@ -309,6 +319,12 @@ def run(args: RetrieveArguments) -> int:
     from generation.answering.answer import load_split_rows
 
     check_arguments(args)
+    if not args.progress:
+        import datasets
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        datasets.disable_progress_bars()
     state = process_state()
     rows = []
     if state.is_main_process:
@@ -322,9 +338,11 @@ def run(args: RetrieveArguments) -> int:
     if args.embeddings and not state.is_main_process:
         return 0  # nothing to encode: the main process imports and searches
     device = args.device or (str(state.device) if state.num_processes > 1 else None)
-    _, encode = load_encoder(args.model, device, args.batch_size)
+    st, encode = load_encoder(args.model, device, args.batch_size)
+    dim = st.get_embedding_dimension()
+    faiss_index.check_spec(args.index, dim, args.train_size)
     if args.embeddings:
-        built = index_from_embeddings(args)
+        built = index_from_embeddings(args, dim)
     else:
         built = index_from_passages(args, state, encode)
     if built is None:
