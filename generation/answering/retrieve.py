@@ -21,6 +21,7 @@ Wikipedia) is streamed, never loaded whole. Three steps, each resumable:
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -203,10 +204,16 @@ class SavedIndex:
 
 
 def process_state():
-    """accelerate's PartialState: rank, world size, device of this process (1 process alone)."""
+    """accelerate's PartialState: rank, world size, device of this process (1 process alone).
+
+    Without CUDA, accelerate forms a process group (gloo) only when asked for CPU explicitly;
+    otherwise every launched process would think it is alone and encode everything.
+    """
+    import torch
     from accelerate import PartialState
 
-    return PartialState(timeout=ENCODE_TIMEOUT)
+    use_cpu = os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes")
+    return PartialState(cpu=use_cpu or not torch.cuda.is_available(), timeout=ENCODE_TIMEOUT)
 
 
 def index_from_passages(args: RetrieveArguments, state, encode):
