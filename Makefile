@@ -23,7 +23,8 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 # The main job on the bundled sample: score the paper's worked examples, offline.
 demo: setup
 	$(OFFLINE) $(BIN)/ambigdocs evaluate generation/resources/sample/answers.json \
-		--output-dir demo-output --plot --labels-field paper_label --show-examples
+		--output-dir demo-output --plot --report --labels-field paper_label --show-examples \
+		--allow-duplicate-qids
 
 test: setup
 	$(OFFLINE) $(BIN)/python -m pytest -q

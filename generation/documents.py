@@ -35,6 +35,12 @@ def as_document_list(documents, *, where: str, field: str) -> list[dict]:
     """
     if isinstance(documents, Mapping):
         keys = list(documents)
+        for k in keys:
+            if not isinstance(documents[k], Sequence) or isinstance(documents[k], str):
+                raise ValueError(
+                    f"{where}: field {field!r} must be a list of documents or a dict of lists "
+                    f"(its {k!r} is a {type(documents[k]).__name__})"
+                )
         lengths = {len(documents[k]) for k in keys}
         if len(lengths) > 1:
             raise ValueError(f"{where}: field {field!r} has lists of different lengths")

@@ -5,6 +5,10 @@ project writes prompt text. A prompt is rendered either as one plain string, or,
 models, as messages: the instruction as the system turn and the rest as the user turn (what the
 authors did for GPT).
 
+Answering has three formats (`render_answer_input`): `plain` and `chat` follow the paper's
+Figures 11-12; `authors` is the exact model input of the authors' answering script, which made
+the paper's tables (`render_authors_answer_input`, docs/answering.md).
+
 Text notes:
 - The paper prints one exemplar per prompt "due to limited space" (the authors used two for
   question generation and four for answer expansion). Those exemplars are shipped here; users
@@ -104,6 +108,161 @@ def render_answer_prompt(
     return _finish(ANSWER_INSTRUCTION, body, prompt_format)
 
 
+# --- the authors' answering script (`--prompt-format authors`) ---------------------------------
+#
+# The paper's Tables 2, 4, 10 and 11 were made by the authors' answering script, whose strings
+# differ from Figures 11-12 in three ways: open models read raw Llama-2 instruction text (no chat
+# template: `[INST] ... [/INST]`, the tokenizer adds BOS), few-shot prompts carry two exemplars
+# separated by a blank line, and the exemplars keep the script's exact characters (an ASCII
+# apostrophe in `Hunt's`, an en dash in `Stick–style`, a curly one in `America’s`). GPT got
+# the instruction as the system turn and the rest as the user turn, as the `chat` format does.
+
+ANSWER_PROMPT_FORMATS = ("chat", "plain", "authors")
+AnswerPromptFormat = Literal["chat", "plain", "authors"]
+BackendKind = Literal["hf", "vllm", "openai"]
+
+# The script's two exemplars, character for character.
+AUTHORS_ANSWER_EXEMPLARS: list[dict] = [
+    {
+        "question": "What is the location of the Griswold House?",
+        "docs": [
+            ANSWER_FEW_SHOT_EXEMPLARS[0]["docs"][0],
+            {
+                "title": "John N. A. Griswold House",
+                "text": "John N. A. Griswold House The John N. A. Griswold House is a National "
+                "Historic Landmark at 76 Bellevue Avenue in Newport, Rhode Island. It is home to "
+                "the Newport Art Museum and houses an art gallery. The home was built in 1864 by "
+                "Richard Morris Hunt for John Griswold, an Old China Trade merchant and member of "
+                "the Griswold Family. The house is one of the earliest American Stick\u2013style "
+                "buildings and one of Hunt's first works in Newport. The house is an official "
+                "project of Save America\u2019s Treasures. The Griswold House is a 2-1/2 story wood "
+                "frame structure, set",
+            },
+        ],
+        "answer": ANSWER_FEW_SHOT_EXEMPLARS[0]["answer"],
+    },
+    {
+        "question": "Who is the playable character in Edna & Harvey?",
+        "docs": [
+            {
+                "title": "Edna & Harvey: The Breakout",
+                "text": "the same vein as LucasArts' pre-1994 games created using the SCUMM engine. "
+                "The game screen shows a two-dimensional cartoon world where Edna, the playable "
+                "character, is incarcerated within a mental hospital. The bottom edge of the screen "
+                "contains a list of verbs which must be clicked on before the player clicks on an "
+                "item within the game world in order to manipulate it. When the player tries to "
+                "combine or effect one item with another each combination produces a different "
+                "response, unlike in most games of this type where an incorrect combination would "
+                "result in a response of \"I don't",
+            },
+            {
+                "title": "Edna & Harvey: Harvey's New Eyes",
+                "text": "Edna & Harvey: Harvey's New Eyes Edna & Harvey: Harvey's New Eyes, also "
+                "known as Harvey's New Eyes, is a point-and-click adventure game created by "
+                "Daedalic Entertainment. The game was released on October 16, 2012. \"Harvey's New "
+                'Eyes" is a sequel to "". The game is set in a 2D cartoon world. The player '
+                "controls Lilli. Unlike most other adventure games, there are no clickable "
+                "dialogues. After the player clicks on a character, a bar appears with some symbols "
+                "indicating a subject. The game neither has a list with actions such as Walk, Look, "
+                "Talk, Pick up, Use. If applicable,",
+            },
+        ],
+        "answer": 'In "Edna & Harvey: The Breakout" the playable character is Edna, and in "Edna & '
+        "Harvey: Harvey's New Eyes,\" the playable character is Lilli.",
+    },
+]
+
+
+def _authors_query(question: str, docs: Sequence[Mapping[str, str]]) -> str:
+    contexts = "".join(f"Context: {d['title']} | {d['text']}\n" for d in docs)
+    return f"Question: {question}\n{contexts}Answer:"
+
+
+def _authors_shots(exemplars: Sequence[Mapping]) -> str:
+    """The exemplar block: each exemplar answered, each followed by a blank line."""
+    return "".join(
+        f"{_authors_query(ex['question'], ex['docs'])} {ex['answer']}\n\n" for ex in exemplars
+    )
+
+
+def render_authors_answer_input(
+    question: str,
+    docs: Sequence[Mapping[str, str]],
+    *,
+    few_shot: bool = False,
+    backend_kind: BackendKind = "hf",
+    exemplars: Sequence[Mapping] | None = None,
+) -> Prompt:
+    """The model input of the authors' answering script, byte for byte.
+
+    Open models (`hf`, `vllm`) read raw text, never a chat template (the tokenizer adds BOS):
+    zero-shot `[INST] {instruction}\\nQuestion: {q}\\n{contexts}Answer: [/INST]`; few-shot
+    `[INST] {instruction} [/INST]\\n{exemplars}\\nQuestion: {q}\\n{contexts}Answer:`. The OpenAI
+    API gets `[system: instruction, user: {exemplars}\\nQuestion: {q}\\n{contexts}Answer:]`
+    (zero-shot: no exemplars and no leading blank line). `{contexts}` is one
+    `Context: {title} | {text}\\n` per shown document; exemplars end in `Answer: {answer}\\n`
+    and are separated by a blank line.
+
+    Args:
+        question: the ambiguous question.
+        docs: the shown documents in prompt order, each with `title` and `text`.
+        few_shot: prepend the exemplars (default: the script's two, `AUTHORS_ANSWER_EXEMPLARS`).
+        backend_kind: `hf`, `vllm` (raw text) or `openai` (messages).
+        exemplars: replaces the script's exemplars (`question`, `docs`, `answer` each).
+
+    Returns:
+        A string (open models) or a list of chat messages (openai).
+
+    Raises:
+        ValueError: an unknown back-end kind.
+    """
+    query = _authors_query(question, docs)
+    shots = ""
+    if few_shot:
+        shots = _authors_shots(AUTHORS_ANSWER_EXEMPLARS if exemplars is None else exemplars)
+    if backend_kind == "openai":
+        return [
+            {"role": "system", "content": ANSWER_INSTRUCTION},
+            {"role": "user", "content": shots + query},
+        ]
+    if backend_kind not in ("hf", "vllm"):
+        raise ValueError(f"backend_kind must be hf, vllm or openai, got {backend_kind!r}")
+    if few_shot:
+        return f"[INST] {ANSWER_INSTRUCTION} [/INST]\n{shots}{query}"
+    return f"[INST] {ANSWER_INSTRUCTION}\n{query} [/INST]"
+
+
+def render_answer_input(
+    question: str,
+    docs: Sequence[Mapping[str, str]],
+    *,
+    prompt_format: AnswerPromptFormat,
+    few_shot: bool = False,
+    backend_kind: BackendKind = "hf",
+    exemplars: Sequence[Mapping] | None = None,
+) -> Prompt:
+    """The answering prompt a back-end receives, in any of `ANSWER_PROMPT_FORMATS`.
+
+    `chat` and `plain` are the paper's Figures 11-12 (`render_answer_prompt`; the back-end
+    applies a chat template or sends the string as one user message); `authors` is the authors'
+    script (`render_authors_answer_input`), which depends on the back-end kind.
+
+    Raises:
+        ValueError: an unknown format or back-end kind.
+    """
+    if prompt_format == "authors":
+        return render_authors_answer_input(
+            question, docs, few_shot=few_shot, backend_kind=backend_kind, exemplars=exemplars
+        )
+    if prompt_format not in ANSWER_PROMPT_FORMATS:
+        raise ValueError(
+            f"prompt_format must be one of {ANSWER_PROMPT_FORMATS}, got {prompt_format!r}"
+        )
+    return render_answer_prompt(
+        question, docs, few_shot=few_shot, prompt_format=prompt_format, exemplars=exemplars
+    )
+
+
 # --- Figure 9 and the distillation format: question generation --------------------------------
 
 QUESTION_INSTRUCTION = (
@@ -147,11 +306,18 @@ QUESTION_EXEMPLARS: list[dict] = [
 ]
 
 
-def strip_disambiguation(surface_name: str) -> str:
-    """The surface name without a trailing `(disambiguation)` (paper C.1)."""
+def strip_disambiguation(surface_name: str, *, case_sensitive: bool = False) -> str:
+    """The surface name without a trailing `(disambiguation)` (paper C.1).
+
+    Args:
+        surface_name: the disambiguation page title.
+        case_sensitive: strip only the lower-case suffix, as the authors' filter and expansion
+            scripts do (their prompt builders strip any case, the default here).
+    """
     name = surface_name.strip()
-    if name.lower().endswith("(disambiguation)"):
-        name = name[: -len("(disambiguation)")].strip()
+    suffix = "(disambiguation)"
+    if (name if case_sensitive else name.lower()).endswith(suffix):
+        name = name[: -len(suffix)].strip()
     return name
 
 
@@ -171,7 +337,7 @@ def render_question_prompt(
     surface_name: str,
     documents: Sequence[Mapping[str, str]],
     *,
-    prompt_format: Literal["plain", "chat", "instruction"] = "chat",
+    prompt_format: Literal["plain", "chat", "instruction", "authors"] = "chat",
     exemplars: Sequence[Mapping] | None = None,
 ) -> Prompt:
     """The question-generation prompt (Figure 9), or the distilled model's instruction format.
@@ -182,13 +348,18 @@ def render_question_prompt(
         prompt_format: `chat` for API models (system = instruction, user = exemplars + query),
             `plain` for the same text as one string, or `instruction` for the distilled model
             (`### Instruction:` ... `### Response:\\nQuestion: `, no exemplars: the fine-tuned
-            model has learnt the format).
+            model has learnt the format), or `authors` for the exact messages of the authors'
+            GPT-4 script (see `render_authors_question_prompt`).
         exemplars: replaces the paper's exemplar (`surface_name`, `documents`, `question`,
-            `answers` each).
+            `answers` each); not accepted by `authors` (its exemplars are fixed).
 
     Returns:
         A string, or a list of chat messages. The model continues after `Question: `.
     """
+    if prompt_format == "authors":
+        if exemplars is not None:
+            raise ValueError("the authors prompt format has fixed exemplars; drop --exemplars")
+        return render_authors_question_prompt(surface_name, documents)
     query = _question_query(surface_name, documents)
     if prompt_format == "instruction":
         return f"### Instruction:\n{QUESTION_INSTRUCTION}\n\n{query}\n### Response:\nQuestion: "
@@ -198,6 +369,25 @@ def render_question_prompt(
         body += f"Question: {question_target(ex['question'], ex['answers'])}\n\n"
     body += query + "Question: "
     return _finish(QUESTION_INSTRUCTION, body, prompt_format)
+
+
+def render_authors_question_prompt(
+    surface_name: str, documents: Sequence[Mapping[str, str]]
+) -> list[Message]:
+    """The chat messages of the authors' GPT-4 question generation (`generate_gpt.py`), exactly.
+
+    System turn: the instruction. User turn: their two exemplars
+    (`generation.datagen.authors_prompts.AUTHORS_QUESTION_EXEMPLARS`), then
+    `Entity: {sn}Passage 1: {t1} | {x1}Passage 2: {t2} | {x2}\nQuestion:`, the parts run together
+    without newlines as in their script; `sn` loses a trailing `(disambiguation)` of any case.
+    """
+    from generation.datagen.authors_prompts import AUTHORS_QUESTION_EXEMPLARS
+
+    user = AUTHORS_QUESTION_EXEMPLARS + "Entity: " + strip_disambiguation(surface_name)
+    for k, doc in enumerate(documents, 1):
+        user += f"Passage {k}: " + doc["title"] + " | " + doc["text"]
+    user += "\nQuestion:"
+    return [{"role": "system", "content": QUESTION_INSTRUCTION}, {"role": "user", "content": user}]
 
 
 def render_question_training_text(
@@ -241,15 +431,34 @@ def render_expansion_prompt(
     text: str,
     question: str,
     *,
-    prompt_format: PromptFormat = "plain",
+    prompt_format: Literal["plain", "chat", "authors"] = "plain",
     exemplars: Sequence[Mapping] | None = None,
 ) -> Prompt:
-    """The answer-expansion QA prompt (Figure 10): exemplars, then `Passage/Question/Answer: `."""
+    """The answer-expansion QA prompt (Figure 10): exemplars, then `Passage/Question/Answer: `.
+
+    `authors` is the raw text of the authors' `expand.py` (see
+    `render_authors_expansion_prompt`); `plain` and `chat` lay out Figure 10 with
+    `EXPANSION_EXEMPLARS` or the user's `exemplars` (`title`, `text`, `question`, `answer`).
+    """
+    if prompt_format == "authors":
+        if exemplars is not None:
+            raise ValueError("the authors prompt format has fixed exemplars; drop --exemplars")
+        return render_authors_expansion_prompt(title, text, question)
     body = ""
     for ex in EXPANSION_EXEMPLARS if exemplars is None else exemplars:
         body += _expansion_block(ex["title"], ex["text"], ex["question"]) + f"{ex['answer']}\n\n"
     body += _expansion_block(title, text, question)
     return _finish(EXPANSION_INSTRUCTION, body, prompt_format)
+
+
+def render_authors_expansion_prompt(title: str, text: str, question: str) -> str:
+    """The authors' expansion prompt (`expand.py`), exactly: their `[INST]` block and four
+    exemplars (`generation.datagen.authors_prompts.AUTHORS_EXPANSION_PROMPT`), then
+    `Passage: {title} | {text}\nQuestion: {question}\nAnswer: `. Raw text for a base model (the
+    tokenizer adds BOS); no chat template."""
+    from generation.datagen.authors_prompts import AUTHORS_EXPANSION_PROMPT
+
+    return AUTHORS_EXPANSION_PROMPT + _expansion_block(title, text, question)
 
 
 # --- shared ----------------------------------------------------------------------------------

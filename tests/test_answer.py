@@ -113,14 +113,14 @@ def test_different_arguments_are_refused_and_overwrite_restarts(
     args[args.index("--seed") + 1] = "1"
     assert answer_main(args) == 2
     err = capsys.readouterr().err
-    assert "different arguments" in err and "seed: 0 (existing) vs 1 (now)" in err
+    assert "other settings or inputs" in err and "seed: 0 -> 1" in err and "--overwrite" in err
     assert answer_main([*args, "--overwrite"]) == 0
     assert {r["seed"] for r in _rows(out)} == {1}
     # An output this command did not write (no meta file) is refused too.
     foreign = tmp_path / "foreign.jsonl"
     foreign.write_text('{"qid": 1}\n')
     assert answer_main(_args(tiny_llama_dir, data_dir, foreign)) == 2
-    assert "no foreign.jsonl.meta.json" in capsys.readouterr().err
+    assert "foreign.jsonl.meta.json is missing" in capsys.readouterr().err
 
 
 def test_bad_rows_name_the_example_and_field(tiny_llama_dir, tmp_path, capsys):
@@ -179,6 +179,10 @@ def test_export_json_and_evaluate(tiny_llama_dir, data_dir, tmp_path, reference)
     summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
     assert summary["n"] == N_ROWS
     assert 0.0 <= summary["answer_recall"] <= 1.0
+    # The summary records the run's settings, read from the meta file beside the output.
+    meta = json.loads(out.with_name(out.name + ".meta.json").read_text())
+    assert summary["provenance"]["answer_run"] == meta and meta["model"] == str(tiny_llama_dir)
+    assert list(summary["slices"]["setting"]) == [meta["setting"]]
     # And the CLI scorer reads the same JSONL directly.
     res = subprocess.run(
         [sys.executable, "-m", "generation.cli", "evaluate", str(out), "--no-df1",
@@ -228,7 +232,7 @@ def test_accelerate_two_processes_match_one(
 def test_backend_options_that_change_answers_are_part_of_the_resume_check(
     tiny_llama_dir, data_dir, tmp_path, capsys
 ):
-    from generation.answering.answer import build_parser, run_meta
+    from generation.answering.answer import parse_answer_args, run_meta
 
     out = tmp_path / "a.jsonl"
     assert answer_main(_args(tiny_llama_dir, data_dir, out, "--limit", "1")) == 0
@@ -239,7 +243,7 @@ def test_backend_options_that_change_answers_are_part_of_the_resume_check(
     )  # fmt: skip
     assert answer_main(changed) == 2
     err = capsys.readouterr().err
-    assert "different arguments" in err and "backend_options: {} (existing)" in err
+    assert "other settings or inputs" in err and "backend_options: {} -> {'tokenizer'" in err
     # Options that only change speed or hold credentials neither block a resume nor get written.
     same = _args(
         tiny_llama_dir, data_dir, out, "--limit", "2",
@@ -248,7 +252,7 @@ def test_backend_options_that_change_answers_are_part_of_the_resume_check(
     assert answer_main(same) == 0 and len(_rows(out)) == 2
     argv = ["--model", "m", "--backend", "openai", "--config", "sample", "--output", "o.jsonl"]
     meta = run_meta(
-        build_parser().parse_args(
+        parse_answer_args(
             [*argv, "--base-url", "http://h/v1", "--backend-option", "api_key=sk-SECRET",
              "--backend-option", "max_tokens_param=max_completion_tokens",
              "--backend-option", "timeout=5"]
@@ -308,11 +312,11 @@ def test_bad_exemplars_name_the_exemplar_and_field(tiny_llama_dir, data_dir, tmp
 
 
 def test_chunk_size_lets_openai_and_vllm_work_in_parallel():
-    from generation.answering.answer import build_parser, chunk_size
+    from generation.answering.answer import chunk_size, parse_answer_args
 
     def chunk(*extra):
         argv = ["--model", "m", "--config", "sample", "--output", "o.jsonl", *extra]
-        return chunk_size(build_parser().parse_args(argv))
+        return chunk_size(parse_answer_args(argv))
 
     assert chunk("--backend", "hf", "--batch-size", "2") == 2
     assert chunk("--backend", "openai", "--batch-size", "2") == 8  # the default concurrency

@@ -53,7 +53,11 @@ class FakeServer:
                                          "model": body["model"], "choices": []})  # fmt: skip
                         return
                     if status != 200:
-                        payload = {"error": {"message": f"scripted {status}", "type": "x"}}
+                        message = f"scripted {status}"
+                        if status == 401:  # as some servers do: the key echoed in the error
+                            auth = self.headers.get("Authorization", "")
+                            message += f": incorrect API key {auth.removeprefix('Bearer ')}"
+                        payload = {"error": {"message": message, "type": "x"}}
                         self._send(status, payload, {"Retry-After": "0"} if status == 429 else {})
                         return
                     payload = {
@@ -259,3 +263,93 @@ def test_runner_batch_size_does_not_cap_concurrency(server_factory, monkeypatch,
             "--output", str(tmp_path / "o.jsonl")]  # fmt: skip
     assert answer_main(args) == 0
     assert server.max_in_flight >= 2  # all 5 prompts form one chunk, sent concurrently
+
+
+def test_a_key_echoed_by_the_server_is_masked(server_factory, monkeypatch, capfd, tmp_path):
+    from generation.answering.answer import main as answer_main
+
+    server = server_factory(script={})
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    backend = load_backend("openai", "m", base_url=server.url)
+    server.script["q"] = [401]
+    with pytest.raises(RuntimeError) as info:
+        backend.generate(["q"], max_new_tokens=3)
+    assert "HTTP 401" in str(info.value) and "incorrect API key ***" in str(info.value)
+    assert KEY not in str(info.value)
+    # Through the CLI, with a key given as a back-end option and one that does not look like
+    # an OpenAI key: neither is printed.
+    monkeypatch.delenv("OPENAI_API_KEY")
+    other = "plainsecretvalue42"
+    server_401 = server_factory(script={})
+    server_401.script = _AlwaysStatus(401)
+    args = ["--model", "gpt-test", "--backend", "openai", "--base-url", server_401.url,
+            "--config", "sample", "--split", "test", "--limit", "1",
+            "--backend-option", f"api_key={other}", "--output", str(tmp_path / "o.jsonl")]  # fmt: skip
+    capfd.readouterr()
+    assert answer_main(args) == 1
+    err = capfd.readouterr().err
+    assert "HTTP 401" in err and other not in err and "Traceback" not in err
+
+
+class _AlwaysStatus(dict):
+    """A server script that answers every message with one status."""
+
+    def __init__(self, status):
+        super().__init__()
+        self.status = status
+
+    def get(self, key, default=None):
+        return [self.status]
+
+
+def test_base_url_credentials_are_not_written(server_factory, monkeypatch, tmp_path):
+    from generation.answering.answer import main as answer_main
+
+    server = server_factory(script={})
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    url = server.url.replace("http://", "http://user:hunter2pw@")
+    out = tmp_path / "o.jsonl"
+    args = ["--model", "gpt-test", "--backend", "openai", "--base-url", url,
+            "--config", "sample", "--split", "test", "--limit", "1", "--output", str(out)]  # fmt: skip
+    assert answer_main(args) == 0
+    meta = (tmp_path / "o.jsonl.meta.json").read_text()
+    assert "hunter2pw" not in meta and "user:" not in meta
+    assert json.loads(meta)["base_url"] == server.url
+    assert KEY not in meta and "hunter2pw" not in out.read_text()
+
+
+def test_authors_decoding_sends_no_temperature_and_no_limit(server_factory, monkeypatch, tmp_path):
+    from generation.answering.answer import main as answer_main
+
+    server = server_factory(script={})
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    base = ["--model", "gpt-test", "--backend", "openai", "--base-url", server.url,
+            "--config", "sample", "--split", "test", "--limit", "1"]  # fmt: skip
+    assert answer_main([*base, "--prompt-format", "authors", "--output", str(tmp_path / "a")]) == 0
+    sent = server.requests[-1]
+    assert "temperature" not in sent and "max_tokens" not in sent
+    assert json.loads((tmp_path / "a.meta.json").read_text())["decoding"] == "authors"
+    # The toolkit's greedy decoding with the authors' prompt, when asked.
+    args = [*base, "--prompt-format", "authors", "--decoding", "greedy"]
+    assert answer_main([*args, "--output", str(tmp_path / "g")]) == 0
+    sent = server.requests[-1]
+    assert sent["temperature"] == 0 and sent["max_tokens"] == 300
+    assert json.loads((tmp_path / "g.meta.json").read_text())["decoding"] == "greedy"
+
+
+def test_mask_secrets_and_strip_url_credentials():
+    from generation.backends.base import mask_secrets, strip_url_credentials
+
+    text = (
+        f"bad key {KEY}; Authorization: Bearer abc.def-123456789; hf_abcdefghijklmnop; "
+        "api_key='q1w2e3r4t5'; token=zzzzzzzz; http://bob:pa55word@host:8000/v1; mine=opensesame42"
+    )
+    masked = mask_secrets(text, ["opensesame42"])
+    for secret in (KEY, "abc.def-123456789", "hf_abcdefghijklmnop", "q1w2e3r4t5", "zzzzzzzz",
+                   "pa55word", "opensesame42"):  # fmt: skip
+        assert secret not in masked, secret
+    assert "http://bob:***@host:8000/v1" in masked and "bad key ***" in masked
+    assert mask_secrets("HTTP 404: model not found") == "HTTP 404: model not found"
+    assert strip_url_credentials("http://u:p@h:1/v1") == "http://h:1/v1"
+    assert strip_url_credentials("https://h/v1?api-key=abc&x=1") == "https://h/v1?api-key=***&x=1"
+    assert strip_url_credentials(None) is None

@@ -8,9 +8,9 @@ import pytest
 from build_fakes import ScriptedBackend, ScriptedChecker
 
 from generation.datagen import expand
-from generation.datagen.progress import partial_path
 from generation.io.passages import write_passages_tsv
 from generation.io.records import read_records
+from generation.io.resume import partial_path
 from generation.prompts import render_expansion_prompt
 
 SN = "Judge Day"
@@ -116,15 +116,21 @@ def test_rule_threshold_entailment_lowest_score(tmp_path):
     assert row["documents"][2]["text"] == f"{SN} E5 passage 2 born in State2"
     assert set(row["documents"][0]) == {"pid", "title", "text", "answer"}
     assert row["answer_scores"] == [None, None, 0.1]
+    # scores 0.15, 0.05, 0.1: each threshold counts the formatted candidates strictly below it,
+    # and the entities (here only E5, best 0.05) with one such candidate
+    grid = {"0.05": 0, "0.1": 1, "0.2": 3, "0.3": 3, "0.5": 3, "1.0": 3, "inf": 3}
     assert row["expansion"] == {
         "candidates": 3, "unformatted": 0, "above_threshold": 0, "not_entailed": 1, "added": 1,
+        "threshold_candidates": grid,
+        "threshold_entities": {k: int(v > 0) for k, v in grid.items()},
     }  # fmt: skip
-    # the prompts are Figure 10 with q_sn; greedy 50 tokens with scores
+    # the prompts are the authors' (default) with q_sn; greedy 50 tokens with scores
     call = backend.calls[0]
     assert call["max_new_tokens"] == 50 and call["return_scores"]
     assert call["prompts"][0] == render_expansion_prompt(
-        f"{SN} E5", f"{SN} E5 passage 0 born in State0", QUESTION
+        f"{SN} E5", f"{SN} E5 passage 0 born in State0", QUESTION, prompt_format="authors"
     )
+    assert call["prompts"][0].startswith("[INST]Given a passage")
     # the NLI sees q_DE (sn replaced by the entity) and the passage as premise
     items = checker.batches[0]
     assert items[0].question == f"What is the state where {SN} E5 was born?"
@@ -132,6 +138,7 @@ def test_rule_threshold_entailment_lowest_score(tmp_path):
     assert stats["questions"] == 1 and stats["skipped_not_ok"] == 1
     assert stats["questions_with_3_answers"] == 1 and stats["expansion_added"] == 1
     assert stats["entailment"] == "checked"
+    assert stats["threshold_candidates"] == grid
     assert not partial_path(out_path).exists()
 
 
@@ -230,12 +237,12 @@ def test_cli_with_real_hf_backend(tmp_path, tiny_llama_dir):
     """`ambigdocs build expand` through the shared transformers back-end on the tiny Llama:
     every kept answer's score is the back-end's mean NLL and the lowest per entity."""
     from generation.backends import load_backend
-    from generation.datagen.cli import main as build_main
+    from generation.cli import main as ambigdocs_main
 
     src, _ = make_world(tmp_path)
     out_path = tmp_path / "o.jsonl"
-    rc = build_main(
-        [
+    rc = ambigdocs_main(
+        ["build",
             "expand", "--input", str(src), "--output", str(out_path),
             "--passages", str(tmp_path / "psgs.tsv"), "--disambiguation", str(tmp_path / "map.json"),
             "--backend", "hf", "--model", str(tiny_llama_dir), "--max-new-tokens", "6",
@@ -250,7 +257,7 @@ def test_cli_with_real_hf_backend(tmp_path, tiny_llama_dir):
     backend = load_backend("hf", str(tiny_llama_dir), dtype="float32", device="cpu")
     texts = [f"{SN} E5 passage {k} born in State{k}" for k in range(3)]
     gens = backend.generate(
-        [render_expansion_prompt(f"{SN} E5", t, QUESTION) for t in texts],
+        [render_expansion_prompt(f"{SN} E5", t, QUESTION, prompt_format="authors") for t in texts],
         max_new_tokens=6,
         return_scores=True,
     )

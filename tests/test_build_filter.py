@@ -17,8 +17,8 @@ from generation.datagen.entailment import (
     disambiguate_question,
     nli_input,
 )
-from generation.datagen.progress import partial_path
 from generation.io.records import read_records
+from generation.io.resume import partial_path
 
 SN = "Judge Day (disambiguation)"
 T1, T2 = "Charles Bernard Day", "William Louis Day"
@@ -346,22 +346,30 @@ def test_checker_on_real_tiny_models_maps_output_to_verdict(tiny_t5_dir):
 
 
 def test_cli_loads_models_only_when_a_line_reaches_the_third_filter(tmp_path, tiny_t5_dir):
-    from generation.datagen.cli import main as build_main
+    from generation.cli import main as ambigdocs_main
 
     unformatted = write_jsonl(tmp_path / "u.jsonl", [line(question=None, answers=None)])
     missing = str(tmp_path / "no-such-model")
     argv = ["--converter-model", missing, "--nli-model", missing, "--no-progress"]
     assert (
-        build_main(
-            ["filter", "--input", str(unformatted), "--output", str(tmp_path / "u.out"), *argv]
+        ambigdocs_main(
+            [
+                "build",
+                "filter",
+                "--input",
+                str(unformatted),
+                "--output",
+                str(tmp_path / "u.out"),
+                *argv,
+            ]
         )
         == 0
     )
 
     src = write_jsonl(tmp_path / "q.jsonl", [line(), {**line(), "surface_name": "B"}])
     out_path = tmp_path / "f.jsonl"
-    rc = build_main(
-        [
+    rc = ambigdocs_main(
+        ["build",
             "filter", "--input", str(src), "--output", str(out_path),
             "--converter-model", str(tiny_t5_dir), "--nli-model", str(tiny_t5_dir),
             "--nli-device", "cpu", "--nli-batch-size", "3", "--converter-max-new-tokens", "4",
@@ -375,3 +383,29 @@ def test_cli_loads_models_only_when_a_line_reaches_the_third_filter(tmp_path, ti
         assert len(row["entailment"]) == 2
         assert all(isinstance(e["statement"], str) and not e["too_long"] for e in row["entailment"])
         assert (row["status"] == "ok") == all(e["entailed"] for e in row["entailment"])
+
+
+def test_disambiguation_suffix_is_stripped_case_sensitively_by_default(tmp_path):
+    """The authors' filter strips only "(disambiguation)"; "(Disambiguation)" stays in `sn`."""
+    q = "Where was Judge Day born?"
+    sn = "Judge Day (Disambiguation)"
+    titles = ("Charles Day", "Judge Day")
+    # exact (default): sn is not in the question, which names neither title alone -> passes;
+    # any-case: sn "Judge Day" is in the question with a title equal to sn -> passes too;
+    # a question naming one title shows the difference
+    q2 = "Where was Judge Day, Charles Day's colleague, born?"
+    assert filters.ambiguity_problem(q, ["Alabama", "Ohio"], sn, titles) is None
+    assert filters.ambiguity_problem(q2, ["Alabama", "Ohio"], sn, ("Charles Day", "X")) is None
+    loose = filters.ambiguity_problem(
+        q2, ["Alabama", "Ohio"], sn, ("Charles Day", "X"), suffix_rule="any-case"
+    )
+    assert loose == "names_an_entity"
+    src = write_jsonl(tmp_path / "q.jsonl", [line(question=q2, sn=sn, titles=("Charles Day", "X"))])
+    with pytest.raises(ValueError, match="suffix_rule"):
+        filters.run(src, tmp_path / "o.jsonl", checker=None, suffix_rule="lower")
+
+
+def test_entailment_models_default_to_float32():
+    args = filters.build_parser().parse_args(["--input", "a", "--output", "b"])
+    assert args.nli_dtype == "float32" and args.strip_disambiguation == "exact"
+    assert filters.entailment_settings(args)["nli_dtype"] == "float32"

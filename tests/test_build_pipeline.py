@@ -61,7 +61,7 @@ def chain(tmp_path, tiny_llama_dir, monkeypatch, repo_root):
         "workdir": "work",
         "stages": {
             "gather": {"dump": str(dump), "output": "map.json", "no_progress": True},
-            "seed": {"passages": str(tmp_path / "psgs.tsv"), "output": "seeds.jsonl", "no_progress": True},
+            "seed": {"passages": str(tmp_path / "psgs.tsv"), "output": "seeds.jsonl", "progress": False},
             "questions": {
                 "backend": "scripted", "model": "none", "output": "questions.jsonl",
                 "chunk_size": 1, "no_progress": True,
@@ -74,7 +74,8 @@ def chain(tmp_path, tiny_llama_dir, monkeypatch, repo_root):
                 "backend_option": {"dtype": "float32", "device": "cpu"}, "no_progress": True,
                 "max_passages": 20, "drop_last_passage": True,
             },
-            "split": {"output_dir": "release", "no_progress": True},
+            # Three examples: one each (a split that comes out empty is an error).
+            "split": {"output_dir": "release", "progress": False, "fractions": [0.3, 0.3, 0.4]},
         },
     }  # fmt: skip
     path = tmp_path / "pipeline.yaml"
@@ -156,8 +157,8 @@ def test_chain_end_to_end_then_resume(chain, capsys):
     assert printed.count("done, skipped") == 6
     assert mtimes(files) == before
 
-    # Forcing a stage reruns it and, as their input is newer, the stages after it.
-    assert pipeline.main(["--config", str(config_path), "--force", "filter"]) == 0
+    # Overwriting a stage reruns it and, as their input is newer, the stages after it.
+    assert pipeline.main(["--config", str(config_path), "--overwrite", "filter"]) == 0
     after = mtimes(files)
     for name in ("map", "seeds", "questions"):
         assert after[name] == before[name], name
@@ -270,6 +271,33 @@ def test_bad_config(tmp_path, config, message):
     path.write_text(yaml.safe_dump(config))
     with pytest.raises(ValueError, match=message):
         pipeline.load_config(path)
+
+
+@pytest.mark.parametrize(
+    ("stage_options", "message"),
+    [
+        ({"num_proc": "four"}, r"stage 'seed'.*option 'num_proc': 'four' is not a int"),
+        (
+            {"tie_break": "last"},
+            r"stage 'seed'.*'tie_break': 'last' is not one of 'first', 'random'",
+        ),
+        ({"colour": "red"}, r"stage 'seed'.*unknown option\(s\) \['colour'\]"),
+    ],
+)
+def test_bad_stage_options_are_reported_before_anything_runs(tmp_path, stage_options, message):
+    config = {
+        "stages": {
+            "seed": {"passages": "p.tsv", "disambiguation": "m.json", "output": "s.jsonl"},
+            "split": {"output_dir": "release", "fractions": "0.6 0.1 0.3"},
+        }
+    }
+    config["stages"]["seed"].update(stage_options)
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(config))
+    with pytest.raises(ValueError, match=message):
+        pipeline.run(path)
+    assert pipeline.main(["--config", str(path)]) == 2
+    assert not (tmp_path / "s.jsonl").exists()
 
 
 def test_example_config_parses(repo_root):

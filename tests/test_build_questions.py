@@ -8,8 +8,8 @@ import pytest
 from build_fakes import ScriptedBackend
 
 from generation.datagen import questions
-from generation.datagen.progress import partial_path
 from generation.io.records import read_records
+from generation.io.resume import partial_path
 from generation.prompts import render_question_prompt
 
 
@@ -189,7 +189,7 @@ def test_resume_with_other_settings_is_refused(tmp_path):
         out_path,
         ScriptedBackend(lambda p: GOOD),
         settings={"model": "b"},
-        restart=True,
+        overwrite=True,
         show_progress=False,
     )
     assert out_path.exists()
@@ -216,15 +216,15 @@ def test_bad_input_names_row_and_field(tmp_path):
 )
 def test_cli_with_real_hf_backend_on_tiny_llama(tmp_path, request, model_fixture, prompt_format):
     """End to end through `ambigdocs build questions` and the shared transformers back-end."""
-    from generation.datagen.cli import main as build_main
+    from generation.cli import main as ambigdocs_main
 
     tiny_llama_dir = request.getfixturevalue(model_fixture)
 
     rows = seed_rows(3)
     src = write_jsonl(tmp_path / "seeds.jsonl", rows)
     out_path = tmp_path / "q.jsonl"
-    rc = build_main(
-        [
+    rc = ambigdocs_main(
+        ["build",
             "questions", "--input", str(src), "--output", str(out_path), "--backend", "hf",
             "--model", str(tiny_llama_dir), "--prompt-format", prompt_format,
             "--max-new-tokens", "8", "--batch-size", "2", "--chunk-size", "2",

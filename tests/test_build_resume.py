@@ -11,10 +11,10 @@ from test_build_questions import GOOD, seed_rows, write_jsonl
 
 import generation.datagen.filter as filters
 from generation.datagen import questions, stage_io
-from generation.datagen.progress import partial_path
+from generation.io.resume import ResumeRefused, partial_path
 
 
-def test_work_done_on_an_older_input_is_discarded(tmp_path, capsys):
+def test_work_done_on_an_older_input_is_refused_and_overwrite_redoes_it(tmp_path):
     src = write_jsonl(tmp_path / "seeds.jsonl", seed_rows(2))
     out = tmp_path / "q.jsonl"
     calls = []
@@ -36,8 +36,12 @@ def test_work_done_on_an_older_input_is_discarded(tmp_path, capsys):
     write_jsonl(src, new_rows)
     prompts = []
     backend = ScriptedBackend(lambda p: prompts.append(p) or GOOD)
-    questions.run(src, out, backend, chunk_size=1, show_progress=False)
-    assert "input files changed" in capsys.readouterr().err
+    # One rule for every command: stale work is refused, naming the input that changed ...
+    with pytest.raises(ResumeRefused, match=r"input .*seeds\.jsonl.*--overwrite"):
+        questions.run(src, out, backend, chunk_size=1, show_progress=False)
+    assert prompts == [] and partial_path(out).exists()
+    # ... and --overwrite starts again.
+    questions.run(src, out, backend, chunk_size=1, show_progress=False, overwrite=True)
     assert len(prompts) == 2  # both pages redone, none reused from the stale work
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert all(r["documents"][0]["text"].startswith("NEW ") for r in rows)

@@ -299,6 +299,39 @@ def test_resume_skips_finished_pages(tmp_path, monkeypatch):
     assert _read_jsonl(out) == authors_seed(rows, pages)
 
 
+def test_resume_with_other_options_is_refused_and_overwrite_starts_again(
+    tmp_path, monkeypatch, capsys
+):
+    rows, pages, tsv, map_path = _synthetic(tmp_path, rng_seed=3)
+    out = tmp_path / "seeds.jsonl"
+    real = seed._select_task
+    calls = []
+
+    def crashing(task, **kw):
+        calls.append(task[0])
+        if len(calls) == 3:
+            raise RuntimeError("simulated crash")
+        return real(task, **kw)
+
+    monkeypatch.setattr(seed, "_BATCH_PAGES", 1)
+    monkeypatch.setattr(seed, "_select_task", crashing)
+    with pytest.raises(RuntimeError):
+        seed.run(tsv, map_path, out, progress=False)
+    monkeypatch.setattr(seed, "_select_task", real)
+    argv = ["--passages", str(tsv), "--disambiguation", str(map_path), "--output", str(out)]
+    # Other options: the finished pages were made under another rule, so they are not reused.
+    assert seed.main([*argv, "--tie-break", "random", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "tie_break: 'first' -> 'random'" in err and "--overwrite" in err
+    assert "Traceback" not in err and not out.exists()
+    # A changed input is refused the same way, naming the file.
+    map_path.write_text(map_path.read_text().replace("}", ', "Extra page": ["X", "Y"]}', 1))
+    assert seed.main([*argv, "--no-progress"]) == 2
+    assert f"input {map_path}" in capsys.readouterr().err
+    assert seed.main([*argv, "--overwrite", "--no-progress"]) == 0
+    assert _read_jsonl(out) == authors_seed(rows, json.loads(map_path.read_text()))
+
+
 def test_bad_inputs_name_the_place(tmp_path):
     tsv = tmp_path / "p.tsv"
     tsv.write_text("id\ttext\ttitle\n1\tsome text\tA\n2\tno title\n")

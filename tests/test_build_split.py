@@ -138,3 +138,84 @@ def test_bad_rows_name_the_row_and_field(tmp_path):
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(ValueError, match=r"row 1: field 'surface_name'"):
         split.run(src, tmp_path / "o", progress=False)
+
+
+def _write_rows(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("rows", "fractions", "empty"),
+    [
+        ([_row(0, ["a"])], (0.6, 0.1, 0.3), "validation"),  # one example
+        ([_row(i, ["shared", f"p{i}"]) for i in range(20)], (0.6, 0.1, 0.3), "validation"),
+        (_rows(30), (0.0, 0.0, 1.0), "train"),  # the user's fractions give train nothing: fine
+        ([], (0.6, 0.1, 0.3), "train"),  # nothing passed the filters
+    ],
+)
+def test_an_empty_split_is_an_error_unless_its_fraction_is_zero(tmp_path, rows, fractions, empty):
+    from generation.cli import main
+
+    src = _write_rows(tmp_path / "e.jsonl", rows)
+    out = tmp_path / "data"
+    if fractions[0] == 0:
+        split.run(src, out, fractions=fractions, progress=False)
+        assert json.loads((out / "train.json").read_text()) == []
+        return
+    with pytest.raises(ValueError, match=f"the {empty} split comes out empty"):
+        split.run(src, out, fractions=fractions, progress=False)
+    assert not out.exists()
+    argv = ["build", "split", "--input", str(src), "--output-dir", str(out)]
+    assert main([*argv, "--no-progress"]) == 2
+
+
+def test_the_folder_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
+    src = _write_rows(tmp_path / "e.jsonl", _rows(60))
+    out = tmp_path / "data"
+    split.run(src, out, progress=False)
+    old = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    # A run killed while writing the new set (here: after its first file) leaves the old set.
+    real_write = split.atomic_write_json
+    written = []
+
+    def dies_after_one_file(path, obj, **kw):
+        if written:
+            raise KeyboardInterrupt  # as a kill would stop it
+        written.append(path)
+        real_write(path, obj, **kw)
+
+    monkeypatch.setattr(split, "atomic_write_json", dies_after_one_file)
+    with pytest.raises(KeyboardInterrupt):
+        split.run(src, out, seed=1, progress=False)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == old
+    monkeypatch.setattr(split, "atomic_write_json", real_write)
+
+    # A leftover staging folder (a SIGKILL leaves it) is cleaned on the next run.
+    (tmp_path / ".data.tmp-leftover").mkdir()
+    split.run(src, out, seed=1, progress=False)
+    assert not list(tmp_path.glob(".data.tmp-*"))
+    assert (out / "train.json").read_bytes() != old["train.json"]
+
+
+def test_the_output_folder_follows_the_umask_and_keeps_other_files(tmp_path):
+    import os
+
+    src = _write_rows(tmp_path / "e.jsonl", _rows(60))
+    out = tmp_path / "data"
+    previous = os.umask(0o022)
+    try:
+        split.run(src, out, progress=False)
+    finally:
+        os.umask(previous)
+    assert out.stat().st_mode & 0o777 == 0o755
+    assert (out / "train.json").stat().st_mode & 0o777 == 0o644
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match=r"holds other files than a split's \(notes\.txt\)"):
+        split.run(src, out, progress=False)
+    assert (out / "notes.txt").read_text() == "mine"
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("x")
+    with pytest.raises(ValueError, match="is a file, not a folder"):
+        split.run(src, not_a_folder, progress=False)

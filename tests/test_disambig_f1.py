@@ -209,6 +209,7 @@ def test_evaluate_module_and_cli_compute_disambig_f1(tiny_qa, sample_dir, repo_r
         main(
             [
                 str(sample_dir / "answers.json"),
+                "--allow-duplicate-qids",
                 "--output-dir",
                 str(tmp_path),
                 "--qa-model",

@@ -52,6 +52,7 @@ def test_sample_demo_outputs(sample_dir, tmp_path, capsys):
     code = main(
         [
             str(sample_dir / "answers.json"),
+            "--allow-duplicate-qids",
             "--output-dir",
             str(tmp_path),
             "--no-df1",
@@ -67,7 +68,8 @@ def test_sample_demo_outputs(sample_dir, tmp_path, capsys):
     assert [list(r) for r in lines] == [PER_EXAMPLE_FIELDS] * len(rows)
     assert [r["category"] for r in lines] == [r["paper_label"] for r in rows]
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert set(summary) == SUMMARY_KEYS | {"k_precision", "n"} and summary["n"] == 10
+    assert set(summary) == SUMMARY_KEYS | {"k_precision", "n", "ci95", "slices", "provenance"}
+    assert summary["n"] == 10
     assert summary["complete"] == pytest.approx(0.2) and summary["ambiguous"] == pytest.approx(0.3)
     assert (tmp_path / "categories.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     out = capsys.readouterr().out
@@ -121,6 +123,7 @@ def test_unloadable_qa_model_is_one_clear_line(sample_dir, tmp_path, capsys):
     code = main(
         [
             str(sample_dir / "answers.json"),
+            "--allow-duplicate-qids",
             "--output-dir",
             str(tmp_path),
             "--qa-model",
@@ -161,7 +164,8 @@ def test_bad_results_file_fails_with_a_message(tmp_path, capsys):
 def test_lexical_scoring_imports_nothing_heavy(sample_dir, tmp_path):
     code = (
         "import sys; from generation.report.evaluate import main; "
-        f"main([{str(sample_dir / 'answers.json')!r}, '--output-dir', {str(tmp_path)!r}, '--no-df1']); "
+        f"main([{str(sample_dir / 'answers.json')!r}, '--allow-duplicate-qids', '--output-dir', {str(tmp_path)!r}, '--no-df1', "
+        "'--bootstrap', '0']); "
         "print([m for m in ('torch', 'transformers', 'datasets', 'evaluate', 'numpy') if m in sys.modules])"
     )
     out = subprocess.run(

@@ -49,7 +49,7 @@ ENCODE_TIMEOUT = timedelta(days=7)
 
 @dataclass
 class RetrieveArguments:
-    """Options of `ambigdocs retrieve` (parsed with transformers.HfArgumentParser)."""
+    """Options of `ambigdocs retrieve` (parsed by generation/options.py, HfArgumentParser)."""
 
     passages: str = field(metadata={"help": "DPR TSV: id, text, title (with a header row)."})
     output: str = field(metadata={"help": "Folder: SPLIT.jsonl, embeddings/ and index/."})
@@ -142,7 +142,12 @@ def load_encoder(model: str, device: str | None, batch_size: int = 128):
     """A sentence-transformers model and its encode(texts, query) function."""
     from sentence_transformers import SentenceTransformer
 
-    st = SentenceTransformer(model, device=device)
+    from generation.options import one_line
+
+    try:
+        st = SentenceTransformer(model, device=device)
+    except OSError as err:  # missing files, an unreachable Hub: name what could not be loaded
+        raise ValueError(f"--model {model}: cannot be loaded ({one_line(err)})") from None
 
     def encode(texts, query: bool):
         # encode_query/encode_document apply the model's own prompts when it has any (GTR has
@@ -308,22 +313,16 @@ def search(index, offsets, passages: str, query_vectors, top_k: int) -> list[lis
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of `ambigdocs retrieve`."""
-    from transformers import HfArgumentParser
+    """Entry point of `ambigdocs retrieve`: bad input ends with one line and exit status 2."""
+    from generation.options import run_command
 
-    parser = HfArgumentParser(
-        RetrieveArguments, prog="ambigdocs retrieve", description=__doc__.split("\n\n")[0]
+    return run_command(
+        "ambigdocs retrieve", __doc__.split("\n\n")[0], [RetrieveArguments], run, argv
     )
-    (args,) = parser.parse_args_into_dataclasses(args=argv)
-    try:
-        return run(args)
-    except (ValueError, OSError) as err:
-        print(f"ambigdocs retrieve: error: {err}", file=sys.stderr)
-        return 2
 
 
 def run(args: RetrieveArguments) -> int:
-    from generation.answering.answer import load_split_rows
+    from generation.answering.data import read_rows
 
     check_arguments(args)
     if not args.progress:
@@ -335,8 +334,8 @@ def run(args: RetrieveArguments) -> int:
     state = process_state()
     rows = []
     if state.is_main_process:
-        rows = load_split_rows(
-            args.split,
+        rows = read_rows(
+            split=args.split,
             data_dir=args.data_dir,
             config=args.config,
             dataset=args.dataset,

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
-from generation.backends.base import Generation
+from generation.backends.base import Generation, mask_secrets
 from generation.prompts import Prompt
 
 DEFAULT_MAX_CONCURRENCY = 8
@@ -24,7 +24,7 @@ RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 
 
 class OpenAIBackend:
-    """Greedy (temperature 0) chat completions through the `openai` client.
+    """Greedy (temperature 0, by default) chat completions through the `openai` client.
 
     `load_backend("openai", model, **options)` creates it; the options are the keyword arguments.
 
@@ -39,7 +39,11 @@ class OpenAIBackend:
             (default 1.0 and 60.0), times a random factor in [0.5, 1.5).
         timeout: seconds per request (default 120).
         max_tokens_param: `max_tokens` (default, what compatible servers accept) or
-            `max_completion_tokens` (what newer OpenAI models require).
+            `max_completion_tokens` (what newer OpenAI models require); `none` (or None) sends
+            no token limit, as the authors' script did.
+        temperature: sent with every request (default 0, greedy as the paper says); None sends
+            none, so the API's default applies (OpenAI: sampling at temperature 1), as the
+            authors' script did.
         seed: passed to the API (best-effort determinism); None to omit.
         show_progress: a tqdm bar over requests.
 
@@ -61,7 +65,8 @@ class OpenAIBackend:
         backoff_base: float = 1.0,
         backoff_max: float = 60.0,
         timeout: float = 120.0,
-        max_tokens_param: str = "max_tokens",
+        max_tokens_param: str | None = "max_tokens",
+        temperature: float | None = 0.0,
         seed: int | None = None,
         show_progress: bool = False,
         batch_size: int | None = None,  # accepted for a uniform CLI; concurrency is what counts
@@ -70,8 +75,15 @@ class OpenAIBackend:
 
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
-        if max_tokens_param not in ("max_tokens", "max_completion_tokens"):
-            raise ValueError("max_tokens_param must be max_tokens or max_completion_tokens")
+        if max_tokens_param in ("none", "None"):
+            max_tokens_param = None
+        if max_tokens_param not in ("max_tokens", "max_completion_tokens", None):
+            raise ValueError(
+                "max_tokens_param must be max_tokens, max_completion_tokens or none, "
+                f"got {max_tokens_param!r}"
+            )
+        if temperature is not None and not isinstance(temperature, (int, float)):
+            raise ValueError(f"temperature must be a number or None, got {temperature!r}")
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if base_url is None and not os.environ.get("OPENAI_BASE_URL"):
@@ -86,9 +98,11 @@ class OpenAIBackend:
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.max_tokens_param = max_tokens_param
+        self.temperature = temperature
         self.seed = seed
         self.show_progress = show_progress
         self._openai = openai
+        self._secrets = (key,)  # masked out of every message, whatever the server echoes
         # The client's own retries are off: ours are explicit, logged and tested.
         self.client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
         self._rng = random.Random()
@@ -143,11 +157,6 @@ class OpenAIBackend:
                 bar.close()
         return results  # type: ignore[return-value]
 
-    def _messages(self, prompt: Prompt) -> list[dict]:
-        if isinstance(prompt, str):
-            return [{"role": "user", "content": prompt}]
-        return [dict(m) for m in prompt]
-
     def _one(
         self,
         index: int,
@@ -157,12 +166,11 @@ class OpenAIBackend:
         stop: threading.Event | None = None,
     ):
         openai = self._openai
-        request = {
-            "model": self.model_name,
-            "messages": self._messages(prompt),
-            "temperature": 0,
-            self.max_tokens_param: max_new_tokens,
-        }
+        request = {"model": self.model_name, "messages": to_messages(prompt)}
+        if self.temperature is not None:
+            request["temperature"] = self.temperature
+        if self.max_tokens_param is not None:
+            request[self.max_tokens_param] = max_new_tokens
         if self.seed is not None:
             request["seed"] = self.seed
         if return_scores:
@@ -173,7 +181,7 @@ class OpenAIBackend:
                 return self._to_generation(response, return_scores, index)
             except openai.APIStatusError as err:
                 status, retry_after = err.status_code, _retry_after(err)
-                reason = f"HTTP {status}: {_server_message(err)}"
+                reason = mask_secrets(f"HTTP {status}: {_server_message(err)}", self._secrets)
                 if status not in RETRYABLE_STATUS:
                     raise RuntimeError(f"prompt {index}: {reason}") from None
             except (openai.APITimeoutError, openai.APIConnectionError) as err:
@@ -223,6 +231,13 @@ class OpenAIBackend:
     def close(self) -> None:
         """Closes the HTTP connections."""
         self.client.close()
+
+
+def to_messages(prompt: Prompt) -> list[dict]:
+    """The messages sent for one prompt: chat messages as they are, a string as one user turn."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    return [dict(m) for m in prompt]
 
 
 def _retry_after(err) -> float | None:

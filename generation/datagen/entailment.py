@@ -32,14 +32,17 @@ MAX_NLI_TOKENS = 328
 CONVERTER_MAX_NEW_TOKENS = 128  # the authors' max_target_length
 
 
-def disambiguate_question(question: str, surface_name: str, entity_title: str) -> str:
+def disambiguate_question(
+    question: str, surface_name: str, entity_title: str, *, case_sensitive_suffix: bool = False
+) -> str:
     """`q_DE`: the question with the surface name replaced by the entity title.
 
     As the authors' scripts do it: the surface name loses a trailing `(disambiguation)` (paper
-    C.1), its first case-insensitive occurrence is found in the lower-cased question, and the
-    original question is cut there; the question is unchanged when the name does not occur.
+    C.1; only the lower-case suffix with `case_sensitive_suffix`, as their scripts), its first
+    case-insensitive occurrence is found in the lower-cased question, and the original question
+    is cut there; the question is unchanged when the name does not occur.
     """
-    sn = strip_disambiguation(surface_name)
+    sn = strip_disambiguation(surface_name, case_sensitive=case_sensitive_suffix)
     idx = question.lower().find(sn.lower())
     if idx == -1:
         return question

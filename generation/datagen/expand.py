@@ -25,8 +25,10 @@ Output (JSONL, or Parquet by extension), one line per expanded question, in inpu
      "expansion": {"candidates", "unformatted", "above_threshold", "not_entailed", "added"}}
 
 The rule, as the authors ran it (defaults): for every entity of the page other than the two seed
-entities, and each of its passages, the Figure 10 prompt (`render_expansion_prompt`, with the
-question `q_sn`) is decoded greedily (at most `--max-new-tokens` 50) through the shared back-ends;
+entities, and each of its passages, the prompt (`render_expansion_prompt`, with the question
+`q_sn`; by default `--prompt-format authors`, the exact text of the authors' `expand.py`: an
+`[INST]` block and four exemplars; `plain` and `chat` lay out the paper's Figure 10 with its one
+exemplar or `--exemplars`) is decoded greedily (at most `--max-new-tokens` 50) through the shared back-ends;
 the answer is the first line of the (stripped) output with one final period removed, dropped if
 empty or if splitting it on `.` gives more than four pieces. Its score is the back-end's
 `Generation.mean_nll` (the length-normalised negative log-likelihood of the generated tokens). An
@@ -36,6 +38,20 @@ entity title, and the passage as premise) passes; per entity the passage with th
 wins (the first in file order on a tie). Only answers under the threshold are sent to the NLI
 models, which changes nothing in the result and saves most of their work.
 
+The 0.2 threshold is the paper's (section 3.3); the authors' script applies none (`--threshold
+inf` does the same). So that its effect is visible, each line's `expansion` and the statistics
+give, for each threshold of `THRESHOLD_GRID`, how many formatted candidates score below it
+(`threshold_candidates`) and how many entities have at least one such candidate
+(`threshold_entities`, the most answers that threshold could add before the NLI check).
+
+Answer clean-up keeps three saner choices than the authors' script (documented in
+docs/building-stages.md): the text is stripped before its first line is taken (`"\nTexas"` gives
+`Texas`, theirs nothing), the space before a removed final period goes too (`"Utah ."` gives
+`Utah`), and an answer that is only `.` is dropped (theirs keeps an empty answer).
+
+`--dry-run` loads no model and runs no NLI: it writes `--output` as JSONL, one line per prompt
+(`surface_name`, `entity`, `pid`, and `prompt` or `messages`), in the order they would be sent.
+
 Questions are processed in chunks of `--chunk-size`; every finished chunk is saved
 (`<output>.partial.jsonl`), so a rerun after a crash continues where it stopped.
 """
@@ -43,6 +59,7 @@ Questions are processed in chunks of `--chunk-size`; every finished chunk is sav
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sys
 from collections import Counter
@@ -65,14 +82,17 @@ from generation.datagen.filter import (
     too_many_sentences,
 )
 from generation.datagen.model_options import add_model_options, backend_from_args, model_settings
-from generation.datagen.progress import chunks, finish_progress, open_progress
 from generation.datagen.stage_io import read_stage, write_stage
 from generation.io.passages import collect_passages
-from generation.io.records import read_records
+from generation.io.records import atomic_write_jsonl, read_records
+from generation.io.resume import chunks, finish_work, open_work
 from generation.prompts import render_expansion_prompt
 
 THRESHOLD = 0.2
 MAX_NEW_TOKENS = 50
+PROMPT_FORMATS = ("authors", "plain", "chat")
+# Thresholds whose effect the statistics report (inf: the authors' script, no threshold).
+THRESHOLD_GRID = (0.05, 0.1, 0.2, 0.3, 0.5, 1.0, math.inf)
 
 
 def clean_answer(text: str, max_pieces: int = MAX_ANSWER_PIECES) -> str | None:
@@ -131,6 +151,43 @@ def _validate(rows: Sequence[Mapping], mapping: Mapping, source: str) -> None:
                 raise ValueError(f"{where}: field 'answers[{k}]' must be a string")
 
 
+def expansion_tasks(
+    rows: Sequence[Mapping],
+    page_entities: Mapping[str, Sequence[str]],
+    passages: Mapping[str, Sequence[tuple[str, str]]],
+) -> list[tuple[int, str, str, str]]:
+    """(row index, entity, pid, text) for every passage of every other entity, in the order the
+    authors' script visits them: rows, then the page's entities, then the passages in file order."""
+    tasks = []
+    for r, row in enumerate(rows):
+        seeds = [d["title"] for d in row["documents"]]
+        for entity in other_entities(page_entities[row["surface_name"]], seeds):
+            for pid, text in passages.get(entity, ()):
+                tasks.append((r, entity, pid, text))
+    return tasks
+
+
+def threshold_counts(
+    scored: Sequence[tuple[str, float]], grid: Sequence[float] = THRESHOLD_GRID
+) -> dict[str, dict[str, int]]:
+    """For each threshold of `grid`, how many formatted candidates score below it, and how many
+    entities have at least one such candidate.
+
+    Args:
+        scored: (entity, mean NLL) of every formatted candidate of one question.
+
+    Returns:
+        {"threshold_candidates": {str(t): n}, "threshold_entities": {str(t): n}}.
+    """
+    best: dict[str, float] = {}
+    for entity, score in scored:
+        best[entity] = min(score, best.get(entity, math.inf))
+    return {
+        "threshold_candidates": {str(t): sum(s < t for _, s in scored) for t in grid},
+        "threshold_entities": {str(t): sum(s < t for s in best.values()) for t in grid},
+    }
+
+
 def expand_rows(
     rows: Sequence[Mapping],
     page_entities: Mapping[str, Sequence[str]],
@@ -140,8 +197,9 @@ def expand_rows(
     *,
     threshold: float = THRESHOLD,
     max_new_tokens: int = MAX_NEW_TOKENS,
-    prompt_format: str = "plain",
+    prompt_format: str = "authors",
     exemplars: Sequence[Mapping] | None = None,
+    suffix_rule: str = "exact",
 ) -> list[dict]:
     """Expands the answer set of each row (one back-end call and one NLI call for all of them).
 
@@ -153,8 +211,10 @@ def expand_rows(
         checker: the entailment check; None keeps every answer under the threshold.
         threshold: answers must score strictly below this mean NLL.
         max_new_tokens: generation budget per passage.
-        prompt_format: `plain` or `chat` (see `render_expansion_prompt`).
+        prompt_format: `authors`, `plain` or `chat` (see `render_expansion_prompt`).
         exemplars: replace the Figure 10 exemplar (`title`, `text`, `question`, `answer`).
+        suffix_rule: how `(disambiguation)` leaves the surface name in `q_DE`
+            (`generation.datagen.filter.SUFFIX_RULES`).
 
     Returns:
         The output lines (see the module docstring), in the order of `rows`.
@@ -162,12 +222,7 @@ def expand_rows(
     Raises:
         ValueError: the back-end returned no score.
     """
-    tasks = []  # (row index, entity, pid, text)
-    for r, row in enumerate(rows):
-        seeds = [d["title"] for d in row["documents"]]
-        for entity in other_entities(page_entities[row["surface_name"]], seeds):
-            for pid, text in passages.get(entity, ()):
-                tasks.append((r, entity, pid, text))
+    tasks = expansion_tasks(rows, page_entities, passages)
     prompts = [
         render_expansion_prompt(
             entity, text, rows[r]["question"], prompt_format=prompt_format, exemplars=exemplars
@@ -177,14 +232,17 @@ def expand_rows(
     generations = backend.generate(prompts, max_new_tokens=max_new_tokens, return_scores=True)
     counts = [Counter(candidates=0, unformatted=0, above_threshold=0, not_entailed=0) for _ in rows]
     under = []  # (task index, answer, score)
-    for t, ((r, _, _, _), gen) in enumerate(zip(tasks, generations, strict=True)):
+    scored: list[list[tuple[str, float]]] = [[] for _ in rows]
+    for t, ((r, entity, _, _), gen) in enumerate(zip(tasks, generations, strict=True)):
         counts[r]["candidates"] += 1
         if gen.mean_nll is None:
             raise ValueError(f"back-end {backend.name!r} returned no score (mean_nll)")
         answer = clean_answer(gen.text)
         if answer is None:
             counts[r]["unformatted"] += 1
-        elif not gen.mean_nll < threshold:
+            continue
+        scored[r].append((entity, gen.mean_nll))
+        if not gen.mean_nll < threshold:
             counts[r]["above_threshold"] += 1
         else:
             under.append((t, answer, gen.mean_nll))
@@ -192,7 +250,12 @@ def expand_rows(
         items = []
         for t, answer, _ in under:
             r, entity, _, text = tasks[t]
-            question = disambiguate_question(rows[r]["question"], rows[r]["surface_name"], entity)
+            question = disambiguate_question(
+                rows[r]["question"],
+                rows[r]["surface_name"],
+                entity,
+                case_sensitive_suffix=suffix_rule == "exact",
+            )
             items.append(EntailmentItem(question=question, answer=answer, title=entity, text=text))
         verdicts = [res.entailed for res in checker.check(items)]
     else:
@@ -204,6 +267,17 @@ def expand_rows(
             counts[r]["not_entailed"] += 1
         elif entity not in best[r] or score < best[r][entity][0]:
             best[r][entity] = (score, pid, text, answer)
+    return _output_rows(rows, page_entities, best, counts, scored)
+
+
+def _output_rows(
+    rows: Sequence[Mapping],
+    page_entities: Mapping[str, Sequence[str]],
+    best: Sequence[Mapping[str, tuple[float, str, str, str]]],
+    counts: Sequence[Counter],
+    scored: Sequence[Sequence[tuple[str, float]]],
+) -> list[dict]:
+    """The output lines: seed answers first, then the kept answer of each entity in page order."""
     out = []
     for r, row in enumerate(rows):
         documents = [
@@ -224,7 +298,7 @@ def expand_rows(
                 "question": row["question"],
                 "documents": documents,
                 "answer_scores": scores,
-                "expansion": dict(counts[r]),
+                "expansion": {**counts[r], **threshold_counts(scored[r])},
             }
         )
     return out
@@ -240,12 +314,13 @@ def run(
     checker: EntailmentChecker | None,
     threshold: float = THRESHOLD,
     max_new_tokens: int = MAX_NEW_TOKENS,
-    prompt_format: str = "plain",
+    prompt_format: str = "authors",
     exemplars: Sequence[Mapping] | None = None,
+    suffix_rule: str = "exact",
     max_passages: int | None = None,
     drop_last_passage: bool = False,
     chunk_size: int = 16,
-    restart: bool = False,
+    overwrite: bool = False,
     settings: Mapping | None = None,
     show_progress: bool = True,
 ) -> dict:
@@ -258,16 +333,12 @@ def run(
         passages: the DPR passage TSV.
         disambiguation: the map JSON `{page: [entity titles]}`.
         checker: the entailment check (None: `--no-entailment`).
-        threshold: the mean-NLL threshold (authors: 0.2).
-        max_new_tokens: generation budget (authors: 50).
-        prompt_format: `plain` (default) or `chat`.
-        exemplars: replace the Figure 10 exemplar.
-        max_passages: entities with more passages have none (None, the authors: no limit; the
-            seed stage uses 20).
-        drop_last_passage: leave out each entity's last passage, as the seed stage does (the
-            authors' expansion does not).
+        threshold, max_new_tokens, prompt_format, exemplars, suffix_rule: see `expand_rows`
+            (the paper's threshold 0.2; 50 new tokens and the `authors` prompt, as theirs).
+        max_passages: entities with more passages have none (None, the authors: no limit).
+        drop_last_passage: leave out each entity's last passage (the seed stage's rule).
         chunk_size: questions per step; each finished step is saved.
-        restart: ignore an interrupted run's saved steps.
+        overwrite: discard an interrupted run's saved steps instead of resuming them.
         settings: what else decides the outputs (model ids, ...), checked on resume.
         show_progress: progress bars.
 
@@ -277,69 +348,142 @@ def run(
     Raises:
         ValueError: bad input lines (naming the line and field), or resuming with other settings.
     """
+    _check_format(prompt_format, exemplars)
     rows = read_stage(input_path)
     mapping = seed_stage.read_disambiguation_map(disambiguation)
     _validate(rows, mapping, str(input_path))
     ok = [r for r in rows if r["status"] == "ok"]
+    # what decides each answer, passed to `expand_rows` and checked when a run resumes
+    rule = dict(threshold=threshold, max_new_tokens=max_new_tokens, prompt_format=prompt_format,
+                exemplars=exemplars, suffix_rule=suffix_rule)  # fmt: skip
     run_settings = {
-        "threshold": threshold,
-        "max_new_tokens": max_new_tokens,
-        "prompt_format": prompt_format,
-        "exemplars": exemplars,
+        **rule,
         "max_passages": max_passages,
         "drop_last_passage": drop_last_passage,
         "entailment": checker is not None,
         **dict(settings or {}),
     }
-    progress = open_progress(
+    progress = open_work(
         output_path,
         lambda r: r["surface_name"],
         run_settings,
-        restart=restart,
+        overwrite=overwrite,
         inputs=[input_path, passages, disambiguation],
     )
     todo = [r for r in ok if r["surface_name"] not in progress.done]
     if todo:
-        needed = set()
-        for row in todo:
-            seeds = [d["title"] for d in row["documents"]]
-            needed.update(other_entities(mapping[row["surface_name"]], seeds))
-        limit = math.inf if max_passages is None else max_passages
-        collected, _ = collect_passages(passages, needed, limit, show_progress)
-        entity_passages = seed_stage.entity_passages(collected) if drop_last_passage else collected
-        batches = chunks(todo, chunk_size)
-        if show_progress:
-            from tqdm.auto import tqdm
-
-            batches = tqdm(batches, desc="expand", unit="chunk")
-        for batch in batches:
-            progress.append(
-                expand_rows(
-                    batch,
-                    mapping,
-                    entity_passages,
-                    backend,
-                    checker,
-                    threshold=threshold,
-                    max_new_tokens=max_new_tokens,
-                    prompt_format=prompt_format,
-                    exemplars=exemplars,
-                )
-            )
+        entity_passages = _needed_passages(
+            todo, mapping, passages, max_passages, drop_last_passage, show_progress
+        )
+        expand_batch = functools.partial(
+            expand_rows,
+            page_entities=mapping,
+            passages=entity_passages,
+            backend=backend,
+            checker=checker,
+            **rule,
+        )
+        _in_chunks(todo, chunk_size, expand_batch, progress.append, show_progress)
     by_key = {r["surface_name"]: r for r in progress.records}
     out = [by_key[r["surface_name"]] for r in ok]
     stats = _stats(rows, out)
     stats["entailment"] = "skipped" if checker is None else "checked"
     saved = write_stage(output_path, out, stats, stage="expand")
-    finish_progress(output_path, progress)
+    finish_work(output_path, progress)
     return saved
+
+
+def _in_chunks(todo: list, chunk_size: int, work, save, show_progress: bool) -> None:
+    """Runs `work` over chunks of `todo`, saving each finished chunk's result with `save`."""
+    batches = chunks(todo, chunk_size)
+    if show_progress:
+        from tqdm.auto import tqdm
+
+        batches = tqdm(batches, desc="expand", unit="chunk")
+    for batch in batches:
+        save(work(batch))
+
+
+def _check_format(prompt_format: str, exemplars: Sequence[Mapping] | None) -> None:
+    if prompt_format not in PROMPT_FORMATS:
+        raise ValueError(f"prompt_format must be one of {PROMPT_FORMATS}, got {prompt_format!r}")
+    if exemplars is not None and prompt_format == "authors":
+        raise ValueError("the authors prompt format has fixed exemplars; drop --exemplars")
+
+
+def _needed_passages(
+    rows: Sequence[Mapping],
+    mapping: Mapping[str, Sequence[str]],
+    passages: str,
+    max_passages: int | None,
+    drop_last_passage: bool,
+    show_progress: bool,
+) -> dict[str, list[tuple[str, str]]]:
+    """Streams the passage file once, keeping only the other entities of `rows`."""
+    needed = set()
+    for row in rows:
+        seeds = [d["title"] for d in row["documents"]]
+        needed.update(other_entities(mapping[row["surface_name"]], seeds))
+    limit = math.inf if max_passages is None else max_passages
+    collected, _ = collect_passages(passages, needed, limit, show_progress)
+    return seed_stage.entity_passages(collected) if drop_last_passage else collected
+
+
+def dry_run(
+    input_path: str,
+    output_path: str,
+    *,
+    passages: str,
+    disambiguation: str,
+    prompt_format: str = "authors",
+    exemplars: Sequence[Mapping] | None = None,
+    max_passages: int | None = None,
+    drop_last_passage: bool = False,
+    show_progress: bool = True,
+) -> int:
+    """Writes the exact prompt of every expansion candidate; loads no model, runs no NLI.
+
+    Args:
+        input_path, passages, disambiguation, prompt_format, exemplars, max_passages,
+            drop_last_passage: as for `run`.
+        output_path: JSONL, one line per prompt in sending order: `surface_name`, `entity`,
+            `pid`, and `prompt` (a string) or `messages` (chat messages).
+
+    Returns:
+        The number of prompts written.
+
+    Raises:
+        ValueError: bad input lines or an unknown prompt format.
+    """
+    _check_format(prompt_format, exemplars)
+    rows = read_stage(input_path)
+    mapping = seed_stage.read_disambiguation_map(disambiguation)
+    _validate(rows, mapping, str(input_path))
+    ok = [r for r in rows if r["status"] == "ok"]
+    found = _needed_passages(ok, mapping, passages, max_passages, drop_last_passage, show_progress)
+    out = []
+    for r, entity, pid, text in expansion_tasks(ok, mapping, found):
+        question = ok[r]["question"]
+        prompt = render_expansion_prompt(
+            entity, text, question, prompt_format=prompt_format, exemplars=exemplars
+        )
+        key = "prompt" if isinstance(prompt, str) else "messages"
+        out.append(
+            {"surface_name": ok[r]["surface_name"], "entity": entity, "pid": pid, key: prompt}
+        )
+    atomic_write_jsonl(output_path, out)
+    return len(out)
 
 
 def _stats(rows: Sequence[Mapping], out: Sequence[Mapping]) -> dict:
     """Counts of the expansion, and the answers-per-question distribution (paper Table 1)."""
     totals = Counter()
+    by_threshold = {"threshold_candidates": Counter(), "threshold_entities": Counter()}
     for r in out:
-        totals.update(r["expansion"])
+        expansion = dict(r["expansion"])
+        for key, total in by_threshold.items():
+            total.update(expansion.pop(key, {}))
+        totals.update(expansion)
     per_question = Counter(len(r["documents"]) for r in out)
     return {
         "input_lines": len(rows),
@@ -350,6 +494,10 @@ def _stats(rows: Sequence[Mapping], out: Sequence[Mapping]) -> dict:
         "expansion_not_entailed": totals["not_entailed"],
         "expansion_added": totals["added"],
         **{f"questions_with_{n}_answers": per_question[n] for n in sorted(per_question)},
+        **{
+            key: {str(t): total[str(t)] for t in THRESHOLD_GRID}
+            for key, total in by_threshold.items()
+        },
     }
 
 
@@ -366,8 +514,19 @@ def build_parser() -> argparse.ArgumentParser:
         p, model_help="QA model (the authors: Llama-2-13b)", adapter_help="PEFT adapter (hf, vllm)"
     )
     p.add_argument("--exemplars", help="JSON/JSONL exemplars (title, text, question, answer)")
-    p.add_argument("--prompt-format", choices=["plain", "chat"], default="plain")
-    p.add_argument("--threshold", type=float, default=THRESHOLD, help="keep mean NLL below this")
+    p.add_argument(
+        "--prompt-format",
+        choices=PROMPT_FORMATS,
+        default="authors",
+        help="authors (default: the exact prompt of their expand.py), or the paper's Figure 10 "
+        "laid out as one string (plain) or chat messages (chat)",
+    )
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=THRESHOLD,
+        help="keep mean NLL below this (the paper: 0.2; inf: none, as the authors' script)",
+    )
     p.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS)
     p.add_argument(
         "--max-passages",
@@ -381,8 +540,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--chunk-size", type=int, default=16, help="questions saved per step")
     add_entailment_options(p)
-    p.add_argument("--restart", action="store_true", help="discard an interrupted run's work")
+    p.add_argument("--overwrite", action="store_true", help="discard an interrupted run's work")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="write the exact prompts to --output (JSONL); load no model, run no NLI",
+    )
     return p
 
 
@@ -403,7 +567,25 @@ def load_expansion_exemplars(path: str) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    exemplars = load_expansion_exemplars(args.exemplars) if args.exemplars else None
+    try:
+        exemplars = load_expansion_exemplars(args.exemplars) if args.exemplars else None
+        if args.dry_run:
+            n = dry_run(
+                args.input,
+                args.output,
+                passages=args.passages,
+                disambiguation=args.disambiguation,
+                prompt_format=args.prompt_format,
+                exemplars=exemplars,
+                max_passages=args.max_passages,
+                drop_last_passage=args.drop_last_passage,
+                show_progress=not args.no_progress,
+            )
+            print(f"expand: wrote {n} prompts to {args.output} (dry run)")
+            return 0
+    except (ValueError, OSError) as err:
+        print(f"ambigdocs build expand: error: {err}", file=sys.stderr)
+        return 2
     checker = None if args.no_entailment else checker_from_args(args)
     backend = backend_from_args(args)
     try:
@@ -418,10 +600,11 @@ def main(argv: list[str] | None = None) -> int:
             max_new_tokens=args.max_new_tokens,
             prompt_format=args.prompt_format,
             exemplars=exemplars,
+            suffix_rule=args.strip_disambiguation,
             max_passages=args.max_passages,
             drop_last_passage=args.drop_last_passage,
             chunk_size=args.chunk_size,
-            restart=args.restart,
+            overwrite=args.overwrite,
             settings={
                 **model_settings(args),
                 **({} if args.no_entailment else entailment_settings(args)),

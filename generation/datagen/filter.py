@@ -12,8 +12,9 @@ Input: the `questions` stage's output (`surface_name`, `documents` [two, with `t
                      {"statement", "entailed", "too_long"}; null otherwise.
 Statistics (`<output>.stats.json`): counts and fractions per status (Table 5) and per reason.
 
-The filters, in order (the surface name `sn` without a trailing `(disambiguation)`; `t1`, `t2`
-the two passage titles):
+The filters, in order (the surface name `sn` without a trailing `(disambiguation)`, stripped
+only in that lower-case spelling as the authors' filter does, or in any case with
+`--strip-disambiguation any-case`; `t1`, `t2` the two passage titles):
 
 1. not_formatted: the output did not parse (`question`/`answers` missing, see
    `generation.datagen.questions.parse_question_output`), or an answer split on `.` gives more
@@ -29,7 +30,9 @@ the two passage titles):
    `generation.datagen.entailment` with `q_DE` (question with `sn` replaced by the passage title)
    against that answer's passage; both answers must pass. Model ids, batch size and the
    328-token limit are options; `--no-entailment` skips this filter (lines that pass 1 and 2 are
-   then `ok`, and the statistics say `entailment: skipped`).
+   then `ok`, and the statistics say `entailment: skipped`). Both models run in float32 as in
+   the authors' scripts (`--nli-dtype auto` picks bfloat16 on GPUs: faster, and a few verdicts
+   may differ).
 
 The entailment models run over chunks of lines; every finished chunk is saved
 (`<output>.partial.jsonl`), so a rerun after a crash continues where it stopped.
@@ -52,8 +55,8 @@ from generation.datagen.entailment import (
     LazyEntailmentChecker,
     disambiguate_question,
 )
-from generation.datagen.progress import chunks, discard_progress, finish_progress, open_progress
 from generation.datagen.stage_io import read_stage, status_counts, write_stage
+from generation.io.resume import chunks, discard_work, finish_work, open_work
 from generation.prompts import strip_disambiguation
 
 STATUSES = ("ok", "not_formatted", "not_ambiguous", "not_entailed")
@@ -61,6 +64,10 @@ QUESTION_PROMPT_WORDS = ("mention", "entity", "context", "passage")
 ANSWER_PROMPT_WORDS = ("passage", "mention")
 MAX_ANSWER_PIECES = 4
 MAX_ANSWER_IOU = 0.75
+DEFAULT_NLI_DTYPE = "float32"  # the authors' converter and NLI models ran in float32
+# How a trailing "(disambiguation)" is stripped from the surface name: `exact` (only that
+# lower-case spelling, the authors' filter and expansion scripts) or `any-case`.
+SUFFIX_RULES = ("exact", "any-case")
 
 
 def too_many_sentences(answer: str, max_pieces: int = MAX_ANSWER_PIECES) -> bool:
@@ -91,7 +98,12 @@ def format_problem(question, answers) -> str | None:
 
 
 def ambiguity_problem(
-    question: str, answers: Sequence[str], surface_name: str, titles: Sequence[str]
+    question: str,
+    answers: Sequence[str],
+    surface_name: str,
+    titles: Sequence[str],
+    *,
+    suffix_rule: str = "exact",
 ) -> str | None:
     """The second filter: the reason the question is not ambiguous, or None.
 
@@ -100,13 +112,14 @@ def ambiguity_problem(
         answers: the two answers.
         surface_name: the page title (a trailing `(disambiguation)` is dropped here).
         titles: the two passage titles (the disambiguated entities).
+        suffix_rule: `exact` or `any-case` (see `SUFFIX_RULES`).
 
     Returns:
         One of `names_both_entities`, `names_an_entity`, `question_prompt_word`,
         `answer_prompt_word`, `answer_contains_other`, `answers_too_similar`; or None.
     """
     q = question.lower()
-    sn = strip_disambiguation(surface_name).lower()
+    sn = strip_disambiguation(surface_name, case_sensitive=suffix_rule == "exact").lower()
     lowered = [t.lower() for t in titles]
     if sn in q:
         if sn not in lowered and any(t in q for t in lowered):
@@ -125,11 +138,14 @@ def ambiguity_problem(
     return None
 
 
-def entailment_items(row: Mapping) -> list[EntailmentItem]:
+def entailment_items(row: Mapping, suffix_rule: str = "exact") -> list[EntailmentItem]:
     """The two (q_DE, answer, passage) checks of one line."""
+    exact = suffix_rule == "exact"
     return [
         EntailmentItem(
-            question=disambiguate_question(row["question"], row["surface_name"], doc["title"]),
+            question=disambiguate_question(
+                row["question"], row["surface_name"], doc["title"], case_sensitive_suffix=exact
+            ),
             answer=answer,
             title=doc["title"],
             text=doc["text"],
@@ -161,13 +177,15 @@ def _validate(rows: Sequence[Mapping], source: str) -> None:
                     raise ValueError(f"{where}: field 'documents[{k}].{field}' missing")
 
 
-def classify_without_entailment(row: Mapping) -> tuple[str, str | None]:
+def classify_without_entailment(row: Mapping, suffix_rule: str = "exact") -> tuple[str, str | None]:
     """(status, reason) after the first two filters; `ok` means the line goes on to the third."""
     reason = format_problem(row["question"], row["answers"])
     if reason:
         return "not_formatted", reason
     titles = [d["title"] for d in row["documents"]]
-    reason = ambiguity_problem(row["question"], row["answers"], row["surface_name"], titles)
+    reason = ambiguity_problem(
+        row["question"], row["answers"], row["surface_name"], titles, suffix_rule=suffix_rule
+    )
     if reason:
         return "not_ambiguous", reason
     return "ok", None
@@ -178,8 +196,9 @@ def run(
     output_path: str,
     *,
     checker: EntailmentChecker | None,
+    suffix_rule: str = "exact",
     chunk_size: int = 64,
-    restart: bool = False,
+    overwrite: bool = False,
     settings: Mapping | None = None,
     show_progress: bool = True,
 ) -> dict:
@@ -189,8 +208,9 @@ def run(
         input_path: the questions stage's output.
         output_path: this stage's output (JSONL, or Parquet by extension).
         checker: the entailment check; None skips the third filter (`--no-entailment`).
+        suffix_rule: how `(disambiguation)` leaves the surface name (`SUFFIX_RULES`).
         chunk_size: lines per entailment step; each finished step is saved.
-        restart: ignore an interrupted run's saved steps.
+        overwrite: discard an interrupted run's saved steps instead of resuming them.
         settings: what decides the entailment results (model ids, ...), checked on resume.
         show_progress: a tqdm bar over entailment steps.
 
@@ -200,21 +220,30 @@ def run(
     Raises:
         ValueError: a bad input line (naming it and the field), or resuming with other settings.
     """
+    if suffix_rule not in SUFFIX_RULES:
+        raise ValueError(f"suffix_rule must be one of {SUFFIX_RULES}, got {suffix_rule!r}")
     rows = read_stage(input_path)
     _validate(rows, str(input_path))
     out = []
     for row in rows:
-        status, reason = classify_without_entailment(row)
+        status, reason = classify_without_entailment(row, suffix_rule)
         out.append({**row, "status": status, "filter_reason": reason, "entailment": None})
     pending = [r for r in out if r["status"] == "ok"]
     if checker is not None and pending:
         _entailment_filter(
-            pending, input_path, output_path, checker, chunk_size, restart, settings, show_progress
+            pending,
+            input_path,
+            output_path,
+            checker,
+            chunk_size,
+            overwrite,
+            {**dict(settings or {}), "suffix_rule": suffix_rule},
+            show_progress,
         )
     else:
         # Nothing to check: an interrupted run's work file has no use (and would make `build
         # all` think this stage unfinished).
-        discard_progress(output_path)
+        discard_work(output_path)
     stats = status_counts(out)
     stats["reasons"] = dict(Counter(r["filter_reason"] for r in out if r["filter_reason"]))
     stats["entailment"] = "skipped" if checker is None else "checked"
@@ -227,16 +256,16 @@ def _entailment_filter(
     output_path: str,
     checker: EntailmentChecker,
     chunk_size: int,
-    restart: bool,
+    overwrite: bool,
     settings: Mapping | None,
     show_progress: bool,
 ) -> None:
     """Runs the third filter over `pending` (updated in place), saving each finished chunk."""
-    progress = open_progress(
+    progress = open_work(
         output_path,
         lambda r: r["surface_name"],
         dict(settings or {}),
-        restart=restart,
+        overwrite=overwrite,
         inputs=[input_path],
     )
     todo = [r for r in pending if r["surface_name"] not in progress.done]
@@ -246,7 +275,8 @@ def _entailment_filter(
 
         batches = tqdm(batches, desc="entailment", unit="chunk")
     for batch in batches:
-        items = [item for row in batch for item in entailment_items(row)]
+        rule = (settings or {}).get("suffix_rule", "exact")
+        items = [item for row in batch for item in entailment_items(row, rule)]
         results = checker.check(items)
         if len(results) != len(items):
             raise ValueError(f"entailment checker returned {len(results)} results for {len(items)}")
@@ -270,7 +300,7 @@ def _entailment_filter(
             row["status"] = "not_entailed"
             too_long = any(e["too_long"] for e in row["entailment"])
             row["filter_reason"] = "nli_input_too_long" if too_long else "not_entailed"
-    finish_progress(output_path, progress)
+    finish_work(output_path, progress)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -282,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True, help="output file (.jsonl or .parquet)")
     p.add_argument("--chunk-size", type=int, default=64, help="lines saved per entailment step")
     add_entailment_options(p)
-    p.add_argument("--restart", action="store_true", help="discard an interrupted run's work")
+    p.add_argument("--overwrite", action="store_true", help="discard an interrupted run's work")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -299,7 +329,18 @@ def add_entailment_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--converter-max-new-tokens", type=int, default=CONVERTER_MAX_NEW_TOKENS)
     p.add_argument("--nli-batch-size", type=int, default=16, help="inputs per converter/NLI call")
-    p.add_argument("--nli-dtype", default="auto", help="auto, float32, float16 or bfloat16")
+    p.add_argument(
+        "--nli-dtype",
+        default=DEFAULT_NLI_DTYPE,
+        help="float32 (default, the authors), auto (bfloat16 on GPUs), float16 or bfloat16",
+    )
+    p.add_argument(
+        "--strip-disambiguation",
+        choices=SUFFIX_RULES,
+        default="exact",
+        help="drop a trailing '(disambiguation)' from the surface name only in lower case "
+        "(exact, the authors' scripts) or in any case",
+    )
     p.add_argument("--nli-device", help="cuda, cpu, ... (default: the first available)")
     p.add_argument(
         "--no-entailment",
@@ -316,6 +357,7 @@ def entailment_settings(args: argparse.Namespace) -> dict:
         "max_nli_tokens": args.max_nli_tokens or None,
         "converter_max_new_tokens": args.converter_max_new_tokens,
         "nli_dtype": args.nli_dtype,  # bf16 and fp32 verdicts may differ
+        "suffix_rule": args.strip_disambiguation,
     }
 
 
@@ -340,8 +382,9 @@ def main(argv: list[str] | None = None) -> int:
             args.input,
             args.output,
             checker=checker,
+            suffix_rule=args.strip_disambiguation,
             chunk_size=args.chunk_size,
-            restart=args.restart,
+            overwrite=args.overwrite,
             settings=entailment_settings(args),
             show_progress=not args.no_progress,
         )

@@ -2,7 +2,7 @@
 
     ambigdocs build gather --dump enwiki-20181220-pages-articles.xml.bz2 --output map.json
         [--templates disambiguation disambig hndis ...] [--min-entities 2] [--max-entities 10]
-        [--resolve-redirects]
+        [--entity-rule authors|list-items] [--resolve-redirects]
 
 Input (`--dump`): a MediaWiki XML export (`pages-articles`, plain, `.bz2` or `.gz`), streamed
 page by page with `mwxml`; only the latest revision of each page counts.
@@ -20,13 +20,26 @@ The rule:
   specialised ones `{{hndis}}`, `{{geodis}}`, ...). Names match as MediaWiki does: first letter
   case-insensitive, `_` = space, an optional `Template:` prefix. The page is found with a cheap
   text screen, then confirmed by parsing with `mwparserfromhell`;
-- its *entities* are the links that open a list item (`*` or `#` lines, nested ones included)
-  before the "See also" heading, the authors' "link that starts a line of the list". A link
-  still opens the item when wrapped in bold or italics (`''[[Mercury (film)]]''`); a link after
-  other text does not (`* The [[Day family]]`). Targets are normalised (`_` to space, first
-  letter upper-case); links into other namespaces or interwikis and section links (`A#B`) are
-  not entities; a target listed twice counts once (the authors read each link once);
+- its *entities*, by `--entity-rule`:
+  - `authors` (default, both routes): the rule of the authors' `gather.py`
+    (`generation.datagen.gather_rules`): the page's plain text is cut before "See also" and
+    after "refer to"; a link is an entity when its title's first occurrence in that text opens
+    a line (so a piped link, shown under another name, is not), and titles start with a letter
+    or with digits then contain a letter (a page or link titled `1984` is dropped); entities
+    come in the API's link order (title order), not page order. From a dump the plain text is
+    rendered from the wikitext; templates are not expanded, so entries that templates write,
+    which the live API saw, are missing;
+  - `list-items` (the toolkit's earlier rule): the links that open a list item (`*` or `#`
+    lines, nested ones included) before the "See also" heading, in page order. A link still
+    opens the item when wrapped in bold or italics (`''[[Mercury (film)]]''`), also when piped;
+    a link after other text does not (`* The [[Day family]]`). Targets are normalised (`_` to
+    space, first letter upper-case); links into other namespaces or interwikis and section
+    links (`A#B`) are not entities; a target listed twice counts once;
 - pages keep when they have `--min-entities`..`--max-entities` entities (authors: 2..10).
+
+Not reproduced (bugs of the authors' script): for a `... (disambiguation)` page whose base
+title exists they append the last link they read (usually `Help:Disambiguation`) to the page's
+entities instead of the base title; neither is added here.
 
 Named option (not the authors'): `--resolve-redirects` maps entity links through the dump's
 redirect pages (one hop), so that they match the article titles of the passage file.
@@ -49,6 +62,12 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+from generation.datagen.gather_rules import (
+    authors_dump_entities,
+    authors_entities,
+    authors_valid_title,
+    opens_a_line,
+)
 from generation.datagen.stage_io import format_stats, stats_path
 from generation.io.records import atomic_write_json
 
@@ -93,6 +112,7 @@ INTERWIKI_PREFIXES = frozenset(
     "wikibooks b wikinews n wikivoyage voy wikidata d wikiversity v mw mediawikiwiki".split()
 )
 
+ENTITY_RULES = ("authors", "list-items")
 _SEE_ALSO = re.compile(r"^\s*=+\s*see also\s*=+\s*$", re.IGNORECASE | re.MULTILINE)
 _LIST_ITEM = re.compile(r"^[*#]+[:;]*\s*(.*)$")
 
@@ -195,6 +215,7 @@ def iter_disambiguation_pages(
     redirects: dict[str, str] | None = None,
     stats: dict | None = None,
     progress: bool = True,
+    entity_rule: str = "authors",
 ) -> Iterator[tuple[str, list[str]]]:
     """Streams a dump and yields (page title, entities) for each disambiguation page.
 
@@ -204,6 +225,7 @@ def iter_disambiguation_pages(
         redirects: if given, filled with {redirect title: target} of the main namespace.
         stats: if given, counts are added to it (articles, redirects, disambiguation pages).
         progress: show a progress bar (pages).
+        entity_rule: `authors` or `list-items` (see the module docstring).
 
     Raises:
         ValueError: the file is not a MediaWiki XML dump.
@@ -214,7 +236,7 @@ def iter_disambiguation_pages(
     wanted = frozenset(normalize_template(t) for t in templates)
     screen = _screen(wanted)
     stats = {} if stats is None else stats
-    for key in ("pages_read", "articles", "redirects", "disambiguation_pages"):
+    for key in ("pages_read", "articles", "redirects", "disambiguation_pages", "invalid_titles"):
         stats.setdefault(key, 0)
     path = Path(dump)
     with _open_dump(path) as f:
@@ -239,7 +261,13 @@ def iter_disambiguation_pages(
             if not text or not screen.search(text) or not uses_template(text, wanted):
                 continue
             stats["disambiguation_pages"] += 1
-            yield page.title, list_entities(text, namespaces)
+            if entity_rule == "list-items":
+                yield page.title, list_entities(text, namespaces)
+            elif not authors_valid_title(page.title):
+                stats["invalid_titles"] += 1
+            else:
+                blocked = [*namespaces, "image", *INTERWIKI_PREFIXES]
+                yield page.title, authors_dump_entities(text, blocked)
 
 
 def run(
@@ -251,6 +279,7 @@ def run(
     resolve_redirects: bool = False,
     source: str = "dump",
     progress: bool = True,
+    entity_rule: str = "authors",
 ) -> dict:
     """Runs the gather stage (see the module docstring for the schemas and the rule).
 
@@ -262,21 +291,27 @@ def run(
         resolve_redirects: map entities through the dump's redirects (named option).
         source: "dump" (default) or "api" (the authors' live route; unverified offline).
         progress: show a progress bar.
+        entity_rule: `authors` (default) or `list-items`.
 
     Returns:
         The statistics as saved.
     """
     if source not in ("dump", "api"):
         raise ValueError(f"source must be 'dump' or 'api', got {source!r}")
+    if entity_rule not in ENTITY_RULES:
+        raise ValueError(f"entity_rule must be one of {ENTITY_RULES}, got {entity_rule!r}")
     counts: dict[str, int] = {}
     if source == "api":
-        found = gather_from_api(progress=progress)
+        found = gather_from_api(progress=progress, entity_rule=entity_rule)
         counts["disambiguation_pages"] = len(found)
     else:
         if dump is None:
             raise ValueError("the dump route needs --dump PATH")
         redirects: dict[str, str] | None = {} if resolve_redirects else None
-        found = dict(iter_disambiguation_pages(dump, templates, redirects, counts, progress))
+        pages = iter_disambiguation_pages(
+            dump, templates, redirects, counts, progress, entity_rule=entity_rule
+        )
+        found = dict(pages)
         if redirects:
             found = {
                 page: _unique(redirects.get(t, t) for t in titles) for page, titles in found.items()
@@ -286,6 +321,7 @@ def run(
     stats = {
         "stage": "gather",
         "output": str(output),
+        "entity_rule": entity_rule,
         **counts,
         f"fewer_than_{min_entities}_entities": sum(len(t) < min_entities for t in found.values()),
         f"more_than_{max_entities}_entities": sum(len(t) > max_entities for t in found.values()),
@@ -323,13 +359,16 @@ def gather_from_api(
     language: str = "en",
     user_agent: str = "ambigdocs-toolkit (https://github.com/)",
     progress: bool = True,
+    entity_rule: str = "authors",
 ) -> dict[str, list[str]]:
     """The authors' live route: category members, then the links that start a line of each page.
 
     UNVERIFIED: written against the documented `wikipediaapi` API but never run here (the
     development machine has no network and the package is not installed). Pages are read
-    through `wikipediaapi`; an entity is a page link whose title starts a line of the page's
-    plain text before "See also", as in the authors' script.
+    through `wikipediaapi`. With `entity_rule="authors"` (default) the page title and the links
+    pass the authors' rule (`gather_rules.authors_entities`: "See also" and "refer to" cuts, the
+    title rule, API link order); with `list-items` an entity is a page link whose title starts a
+    line of the text before "See also", in API order (the toolkit's earlier API rule).
 
     Raises:
         ImportError: `wikipedia-api` is not installed.
@@ -348,14 +387,17 @@ def gather_from_api(
         _category_members(wiki.page(f"Category:{name}"), depth, titles)
     out: dict[str, list[str]] = {}
     for title in tqdm(dict.fromkeys(titles), desc="disambiguation pages", disable=not progress):
+        if entity_rule == "authors" and not authors_valid_title(title):
+            continue
         page = wiki.page(title)
-        text = page.text
-        cut = text.find("See also")
-        if cut != -1:
-            text = text[:cut]
-        entities = [
-            lk for lk in page.links if text.find(lk) > 0 and text[text.find(lk) - 1] == "\n"
-        ]
+        if entity_rule == "authors":
+            entities = authors_entities(page.text, page.links)
+        else:
+            text = page.text
+            cut = text.find("See also")
+            if cut != -1:
+                text = text[:cut]
+            entities = [lk for lk in page.links if opens_a_line(text, lk)]
         if entities:
             out[title] = entities
     return out
@@ -390,6 +432,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="map entity links through the dump's redirects (not the authors')",
     )
     p.add_argument(
+        "--entity-rule",
+        choices=ENTITY_RULES,
+        default="authors",
+        help="authors (default: their cuts, title rule and API link order) or list-items "
+        "(links opening a list item, page order)",
+    )
+    p.add_argument(
         "--source",
         choices=("dump", "api"),
         default="dump",
@@ -411,6 +460,7 @@ def main(argv: list[str] | None = None) -> int:
             resolve_redirects=args.resolve_redirects,
             source=args.source,
             progress=not args.no_progress,
+            entity_rule=args.entity_rule,
         )
     except (ValueError, FileNotFoundError, ImportError) as err:
         print(f"ambigdocs build gather: error: {err}", file=sys.stderr)

@@ -2,10 +2,11 @@
 
     ambigdocs build all --config configs/pipeline.yaml            # run what is not done yet
     ambigdocs build all --config configs/pipeline.yaml --dry-run  # say what would run, and why
-    ambigdocs build all --config configs/pipeline.yaml --force filter   # rerun filter (and after)
+    ambigdocs build all --config configs/pipeline.yaml --overwrite filter  # redo filter (and after)
 
-The config (see `configs/pipeline.yaml`) names, per stage, that stage's own command-line options
-(`snake_case` or `kebab-case` keys; `true` for a flag, a list for an option that takes several values, as `--templates a b`):
+The config (see `configs/pipeline.yaml`) names, per stage, that stage's options: the fields of its
+option dataclass (`ambigdocs build STAGE --help`; `snake_case` or `kebab-case` keys, YAML values of
+the option's type). Every stage's options are checked before the first stage runs.
 
     workdir: data/build            # relative paths of path options are inside it
     stages:
@@ -30,14 +31,14 @@ Resuming. A stage is skipped when it is done:
     - the output is at least as new as every input (every option value that is an existing file
       or folder: the previous stage's output, the passages, a local model or adapter...);
     - no interrupted run of it left a work file (`<output>.partial.jsonl`);
-    - it was run with the same options: `build all` records each finished stage's command line in
+    - it was run with the same options: `build all` records each finished stage's options in
       `<workdir>/.build-all-state.json`; a stage run by hand (no record) counts as done when the
       two tests above hold.
 A stage that is not done runs, and every stage after it then sees a newer input and runs as well.
 Within a stage, a crash loses at most one batch: the model-calling stages keep their finished
 batches in `<output>.partial.jsonl` and continue from there (see each stage's docstring).
 
-Python: `run(config_path, force=(), dry_run=False) -> int`.
+Python: `run(config_path, overwrite=(), dry_run=False) -> int`.
 """
 
 from __future__ import annotations
@@ -45,16 +46,19 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import json
 import os
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 
-from generation.datagen.cli import STAGES
-from generation.datagen.progress import partial_path
+from generation.cli import STAGES
 from generation.datagen.stage_io import stats_path
 from generation.io.records import atomic_write_json
+from generation.io.resume import partial_path
+from generation.options import INPUT_ERRORS, one_line, parse_mapping
 
 ORDER = ("gather", "seed", "questions", "filter", "expand", "split")
 
@@ -183,7 +187,7 @@ def why_not_done(
     if partial_path(output).exists():
         return f"an interrupted run left {partial_path(output)}"
     recorded = state.get(name)
-    if recorded is not None and recorded.get("argv") != to_argv(options):
+    if recorded is not None and recorded.get("options") != _recorded_options(name, options):
         return "its options changed since the last run"
     done_at = _mtime(output)
     for path in input_paths(options):
@@ -202,7 +206,7 @@ def _free_memory() -> None:
 
 def run(
     config_path: str | os.PathLike,
-    force: Iterable[str] = (),
+    overwrite: Iterable[str] = (),
     dry_run: bool = False,
     only: Sequence[str] | None = None,
 ) -> int:
@@ -210,7 +214,8 @@ def run(
 
     Args:
         config_path: the YAML config.
-        force: stages to run even when done (the later ones then run as their input is newer).
+        overwrite: stages to run again from scratch even when done (their interrupted work is
+            discarded; the later ones then run as their input is newer).
         dry_run: print the plan only.
         only: run only these stages (others are neither run nor checked).
 
@@ -218,42 +223,100 @@ def run(
         0, or the exit status of the first stage that failed.
 
     Raises:
-        ValueError: a bad config, or a forced/only stage that is not in it.
+        ValueError: a bad config (naming the stage and option), or an overwritten/only stage
+            that is not in it.
     """
     workdir, stages = load_config(config_path)
-    force = set(force)
-    selected = list(stages) if only is None else [s for s in stages if s in set(only)]
-    for name in force | set(only or ()):
+    overwrite = set(overwrite)
+    for name in overwrite | set(only or ()):
         if name not in stages:
             raise ValueError(f"stage {name!r} is not in {config_path}")
+    # Every stage's options are checked before the first one runs (and loads a model).
+    plans = {name: _stage_plan(name, options, config_path) for name, options in stages.items()}
     state_path = workdir / STATE_FILE
     state = _read_state(state_path)
-    for name in selected:
-        options = stages[name]
-        reason = "forced" if name in force else why_not_done(name, options, state)
+    for name in [s for s in stages if only is None or s in set(only)]:
+        reason = "overwrite" if name in overwrite else why_not_done(name, stages[name], state)
         if reason is None:
             print(f"[build all] {name}: done, skipped")
             continue
-        argv = to_argv(options)
-        print(f"[build all] {name}: runs ({reason}): ambigdocs build {name} {' '.join(argv)}")
+        print(f"[build all] {name}: runs ({reason}): {plans[name].describe()}")
         if dry_run:
             continue
         started = time.time()
-        module = importlib.import_module(STAGES[name][0])
-        status = int(module.main(argv) or 0)
+        status = plans[name].run(overwrite=name in overwrite)
         _free_memory()
         if status != 0:
             print(f"[build all] {name} failed with status {status}", file=sys.stderr)
             return status
-        state[name] = {"argv": argv, "seconds": round(time.time() - started, 1)}
+        state[name] = {"options": plans[name].record, "seconds": round(time.time() - started, 1)}
         workdir.mkdir(parents=True, exist_ok=True)
         atomic_write_json(state_path, state)
     return 0
 
 
-def _read_state(path: Path) -> dict:
-    import json
+class _StagePlan:
+    """One stage of the config, its options parsed into the stage's option dataclass."""
 
+    def __init__(self, name: str, module, options: tuple):
+        self.name, self.module, self.options = name, module, options
+        self.record = _json_safe({k: v for o in options for k, v in asdict(o).items()})
+
+    def describe(self) -> str:
+        return f"ambigdocs build {self.name} {' '.join(to_argv(self.record))}"
+
+    def run(self, overwrite: bool) -> int:
+        values = {k: v for o in self.options for k, v in asdict(o).items()}
+        if overwrite and "overwrite" in values:
+            values["overwrite"] = True
+        try:
+            self.module.run(**values)
+        except INPUT_ERRORS as err:
+            print(f"ambigdocs build {self.name}: error: {one_line(err)}", file=sys.stderr)
+            return 2
+        return 0
+
+
+class _ArgvStagePlan:
+    """A stage whose module still takes its options as command-line arguments."""
+
+    def __init__(self, name: str, module, options: Mapping[str, object]):
+        self.name, self.module = name, module
+        self.record = _json_safe(dict(options))
+
+    def describe(self) -> str:
+        return f"ambigdocs build {self.name} {' '.join(to_argv(self.record))}"
+
+    def run(self, overwrite: bool) -> int:
+        argv = to_argv(self.record) + (["--overwrite"] if overwrite else [])
+        return int(self.module.main(argv) or 0)
+
+
+def _stage_plan(name: str, options: Mapping[str, object], config_path) -> object:
+    module = importlib.import_module(STAGES[name][0])
+    option_types = getattr(module, "OPTIONS", None)
+    if option_types is None:
+        return _ArgvStagePlan(name, module, options)
+    where = f"{config_path}: stage {name!r}"
+    return _StagePlan(name, module, parse_mapping(option_types, options, where))
+
+
+def _json_safe(values: Mapping[str, object]) -> dict:
+    # YAML scalars may be dates etc.: record what JSON round-trips, so old == new compares.
+    return json.loads(json.dumps(dict(values), default=str))
+
+
+def _recorded_options(name: str, options: Mapping[str, object]) -> dict:
+    """The options as `run` records them (defaults filled in), to compare with the record."""
+    module = importlib.import_module(STAGES[name][0])
+    option_types = getattr(module, "OPTIONS", None)
+    if option_types is None:
+        return _json_safe(dict(options))
+    parsed = parse_mapping(option_types, options, f"stage {name!r}")
+    return _json_safe({k: v for o in parsed for k, v in asdict(o).items()})
+
+
+def _read_state(path: Path) -> dict:
     if not path.exists():
         return {}
     try:
@@ -269,7 +332,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the data pipeline from a YAML config; skips the stages already done.",
     )
     p.add_argument("--config", required=True, help="YAML config (see configs/pipeline.yaml)")
-    p.add_argument("--force", nargs="+", default=[], metavar="STAGE", help="rerun these stages")
+    p.add_argument(
+        "--overwrite",
+        nargs="+",
+        default=[],
+        metavar="STAGE",
+        help="run these stages again from scratch, even when done (and so every stage after)",
+    )
     p.add_argument("--only", nargs="+", metavar="STAGE", help="run only these stages")
     p.add_argument("--dry-run", action="store_true", help="print what would run, and why")
     return p
@@ -278,9 +347,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return run(args.config, force=args.force, dry_run=args.dry_run, only=args.only)
-    except ValueError as err:
-        print(f"ambigdocs build all: error: {err}", file=sys.stderr)
+        return run(args.config, overwrite=args.overwrite, dry_run=args.dry_run, only=args.only)
+    except INPUT_ERRORS as err:
+        print(f"ambigdocs build all: error: {one_line(err)}", file=sys.stderr)
         return 2
 
 

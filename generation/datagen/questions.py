@@ -16,16 +16,31 @@ Lines keep the input order. Statistics (`<output>.stats.json`): total, parsed, u
 
 Prompts: `generation.prompts.render_question_prompt` (Figure 9 with the paper's exemplar, or the
 user's `--exemplars` file; `--prompt-format chat` for API/chat models, `instruction` for the
-distilled model, `plain` for a base model). The default is `instruction` when `--adapter` is
-given (the distilled model) and `chat` otherwise. The model calls go through the shared back-ends
-(`generation.backends.load_backend`) in chunks of `--chunk-size` seed pairs; every finished chunk
-is saved (`<output>.partial.jsonl`), so a rerun after a crash continues where it stopped.
+distilled model, `plain` for a base model, `authors` for the exact messages of the authors' GPT-4
+script: their two exemplars, the query parts run together). The default is `instruction` when
+`--adapter` is given (the distilled model) and `chat` otherwise. The model calls go through the
+shared back-ends (`generation.backends.load_backend`) in chunks of `--chunk-size` seed pairs; every
+finished chunk is saved (`<output>.partial.jsonl`), so a rerun after a crash continues where it
+stopped. `--max-new-tokens` defaults to 150 for the `instruction` format (the authors' distilled
+model) and 200 otherwise (the authors' GPT-4 calls set no limit).
 
-Parsing (`parse_question_output`) is the authors' filter script's: the question is everything
-before `Answer to Passage 1: `, the first answer what follows up to `Answer to Passage 2: `, the
-second what follows that up to `</s>`, cut at its first newline, or, when it is one line, at its
-first `. ` (a model without a stop word goes on to invent the next exemplar). An output without
-both markers is not formatted.
+`--dry-run` loads no model and sends no request: it writes `--output` as JSONL, one line per seed
+pair with `surface_name`, `docs` (the two passages shown, in order, with `title`, `text`, `pid`)
+and the exact model input, `prompt` (a string) or `messages` (chat messages).
+
+Parsing (`--parse-rule`), each generator's output with the rule of its own script:
+- `markers` (`parse_question_output`, the authors' Llama script): the question is everything
+  before `Answer to Passage 1: `, the first answer what follows up to `Answer to Passage 2: `,
+  the second what follows that up to `</s>`, cut at its first newline, or, when it is one line,
+  at its first `. ` (a model without a stop word goes on to invent the next exemplar). An output
+  without both markers is not formatted.
+- `lines` (`parse_lines_output`, the authors' GPT-4 script): the stripped output's first three
+  lines are the question and the two answers, each answer line losing its first 21 characters
+  (the length of `Answer to Passage 1: `, whatever they are: `Answer to Article 1: ` passes) and
+  nothing more (`St. Louis, Missouri` stays whole). Fewer than three lines is not formatted.
+- `auto` (default): `markers` for the `instruction` format (the distilled Llama), `lines` for
+  the few-shot formats (`chat`, `plain`, `authors`: what GPT-4 ran with).
+The filter stage's "more than four pieces" check applies to both.
 """
 
 from __future__ import annotations
@@ -40,14 +55,17 @@ from generation.backends.base import (
     Backend,
 )
 from generation.datagen.model_options import add_model_options, backend_from_args, model_settings
-from generation.datagen.progress import chunks, finish_progress, open_progress
 from generation.datagen.stage_io import read_stage, write_stage
-from generation.io.records import read_records
+from generation.io.records import atomic_write_jsonl, read_records
+from generation.io.resume import chunks, finish_work, open_work
 from generation.prompts import render_question_prompt
 
-PROMPT_FORMATS = ("chat", "instruction", "plain")
+PROMPT_FORMATS = ("chat", "instruction", "plain", "authors")
+PARSE_RULES = ("auto", "lines", "markers")
 _ANSWER_1 = "Answer to Passage 1: "
 _ANSWER_2 = "Answer to Passage 2: "
+DISTILLED_MAX_NEW_TOKENS = 150  # the authors' generate_llama.py
+DEFAULT_MAX_NEW_TOKENS = 200  # the authors' GPT-4 calls set no limit; 200 fits every output
 
 
 def parse_question_output(text: str) -> tuple[str, list[str]] | None:
@@ -70,6 +88,46 @@ def parse_question_output(text: str) -> tuple[str, list[str]] | None:
     lines = answer_2.split("\n")
     answer_2 = lines[0].strip() if len(lines) > 1 else answer_2.split(". ")[0].strip()
     return parts[0].strip(), [after[0].strip(), answer_2]
+
+
+def parse_lines_output(text: str) -> tuple[str, list[str]] | None:
+    """The question and the two answers as the authors' GPT-4 script reads them.
+
+    Args:
+        text: the model's reply (stripped here, as their script strips the API's content).
+
+    Returns:
+        (question, [a1, a2]): the first line, and the second and third lines without their
+        first `len("Answer to Passage 1: ")` characters, each stripped; None when the reply has
+        fewer than three lines.
+    """
+    lines = text.strip().split("\n")
+    if len(lines) < 3:
+        return None
+    cut = len(_ANSWER_1)  # the same length as "Answer to Passage 2: " and "Answer to Article 1: "
+    return lines[0].strip(), [lines[1][cut:].strip(), lines[2][cut:].strip()]
+
+
+def resolve_parse_rule(prompt_format: str, parse_rule: str = "auto") -> str:
+    """The parse rule `auto` stands for: `markers` for the distilled model's `instruction`
+    format, `lines` for the few-shot formats GPT-4 ran with.
+
+    Raises:
+        ValueError: an unknown rule.
+    """
+    if parse_rule not in PARSE_RULES:
+        raise ValueError(f"parse_rule must be one of {PARSE_RULES}, got {parse_rule!r}")
+    if parse_rule != "auto":
+        return parse_rule
+    return "markers" if prompt_format == "instruction" else "lines"
+
+
+def default_max_new_tokens(prompt_format: str) -> int:
+    """150 for the distilled model's format (the authors' value), 200 otherwise."""
+    return DISTILLED_MAX_NEW_TOKENS if prompt_format == "instruction" else DEFAULT_MAX_NEW_TOKENS
+
+
+_PARSERS = {"lines": parse_lines_output, "markers": parse_question_output}
 
 
 def validate_seed_rows(rows: Sequence[Mapping], source: str = "input") -> None:
@@ -124,9 +182,10 @@ def run(
     *,
     prompt_format: str = "chat",
     exemplars: Sequence[Mapping] | None = None,
-    max_new_tokens: int = 200,
+    max_new_tokens: int | None = None,
+    parse_rule: str = "auto",
     chunk_size: int = 64,
-    restart: bool = False,
+    overwrite: bool = False,
     settings: Mapping | None = None,
     show_progress: bool = True,
 ) -> dict:
@@ -138,9 +197,10 @@ def run(
         backend: the model (any `generation.backends.Backend`).
         prompt_format: `chat`, `instruction` or `plain` (see `render_question_prompt`).
         exemplars: replace the paper's exemplar (not used by the `instruction` format).
-        max_new_tokens: generation budget per seed pair.
+        max_new_tokens: generation budget per seed pair (None: `default_max_new_tokens`).
+        parse_rule: `auto`, `lines` or `markers` (see the module docstring).
         chunk_size: seed pairs per back-end call; each finished chunk is saved.
-        restart: ignore an interrupted run's saved chunks.
+        overwrite: discard an interrupted run's saved chunks instead of resuming them.
         settings: what else decides the outputs (model name, adapter, ...), checked on resume.
         show_progress: a tqdm bar over chunks.
 
@@ -150,24 +210,24 @@ def run(
     Raises:
         ValueError: bad input rows, an unknown prompt format, or resuming with other settings.
     """
-    if prompt_format not in PROMPT_FORMATS:
-        raise ValueError(f"prompt_format must be one of {PROMPT_FORMATS}, got {prompt_format!r}")
-    if exemplars is not None and prompt_format == "instruction":
-        # The distilled model's format has no exemplars: it learnt the format in training.
-        print("questions: --exemplars is not used by the instruction format", file=sys.stderr)
+    _check_format(prompt_format, exemplars)
+    rule = resolve_parse_rule(prompt_format, parse_rule)
+    if max_new_tokens is None:
+        max_new_tokens = default_max_new_tokens(prompt_format)
     rows = read_stage(input_path)
     validate_seed_rows(rows, source=str(input_path))
     run_settings = {
         "prompt_format": prompt_format,
         "exemplars": _digest(exemplars),
         "max_new_tokens": max_new_tokens,
+        "parse_rule": rule,
         **dict(settings or {}),
     }
-    progress = open_progress(
+    progress = open_work(
         output_path,
         lambda r: r["surface_name"],
         run_settings,
-        restart=restart,
+        overwrite=overwrite,
         inputs=[input_path],
     )
     todo = [r for r in rows if r["surface_name"] not in progress.done]
@@ -184,18 +244,68 @@ def run(
             for r in batch
         ]
         generations = backend.generate(prompts, max_new_tokens=max_new_tokens)
-        progress.append(_with_question(r, g.text) for r, g in zip(batch, generations, strict=True))
+        progress.append(
+            _with_question(r, g.text, rule) for r, g in zip(batch, generations, strict=True)
+        )
     by_key = {r["surface_name"]: r for r in progress.records}
     out = [by_key[r["surface_name"]] for r in rows]
     parsed = sum(r["question"] is not None for r in out)
     stats = {"total": len(out), "parsed": parsed, "unparsed": len(out) - parsed}
     saved = write_stage(output_path, out, stats, stage="questions")
-    finish_progress(output_path, progress)
+    finish_work(output_path, progress)
     return saved
 
 
-def _with_question(row: Mapping, text: str) -> dict:
-    parsed = parse_question_output(text)
+def _check_format(prompt_format: str, exemplars: Sequence[Mapping] | None) -> None:
+    if prompt_format not in PROMPT_FORMATS:
+        raise ValueError(f"prompt_format must be one of {PROMPT_FORMATS}, got {prompt_format!r}")
+    if exemplars is not None and prompt_format == "authors":
+        raise ValueError("the authors prompt format has fixed exemplars; drop --exemplars")
+    if exemplars is not None and prompt_format == "instruction":
+        # The distilled model's format has no exemplars: it learnt the format in training.
+        print("questions: --exemplars is not used by the instruction format", file=sys.stderr)
+
+
+def dry_run(
+    input_path: str,
+    output_path: str,
+    *,
+    prompt_format: str = "chat",
+    exemplars: Sequence[Mapping] | None = None,
+) -> int:
+    """Writes the exact model input of every seed pair; loads no model, sends no request.
+
+    Args:
+        input_path: the seed stage's output.
+        output_path: JSONL, one line per seed pair: `surface_name`, `docs` (`title`, `text`,
+            `pid` of the passages shown, in order) and `prompt` (a string) or `messages`.
+        prompt_format, exemplars: as for `run`.
+
+    Returns:
+        The number of lines written.
+
+    Raises:
+        ValueError: bad input rows or an unknown prompt format.
+    """
+    _check_format(prompt_format, exemplars)
+    rows = read_stage(input_path)
+    validate_seed_rows(rows, source=str(input_path))
+    out = []
+    for row in rows:
+        prompt = render_question_prompt(
+            row["surface_name"], row["documents"], prompt_format=prompt_format, exemplars=exemplars
+        )
+        docs = [
+            {"title": d["title"], "text": d["text"], "pid": d.get("pid")} for d in row["documents"]
+        ]
+        key = "prompt" if isinstance(prompt, str) else "messages"
+        out.append({"surface_name": row["surface_name"], "docs": docs, key: prompt})
+    atomic_write_jsonl(output_path, out)
+    return len(out)
+
+
+def _with_question(row: Mapping, text: str, parse_rule: str) -> dict:
+    parsed = _PARSERS[parse_rule](text)
     question, answers = parsed if parsed else (None, None)
     return {**row, "question": question, "answers": answers, "raw_output": text}
 
@@ -226,9 +336,25 @@ def build_parser() -> argparse.ArgumentParser:
         choices=PROMPT_FORMATS,
         help="default: instruction with --adapter (the distilled model), chat otherwise",
     )
-    p.add_argument("--max-new-tokens", type=int, default=200)
+    p.add_argument(
+        "--max-new-tokens",
+        type=int,
+        help="default: 150 for the instruction format (the authors' distilled model), else 200",
+    )
+    p.add_argument(
+        "--parse-rule",
+        choices=PARSE_RULES,
+        default="auto",
+        help="lines (the authors' GPT-4 script), markers (their Llama script); auto: markers "
+        "for the instruction format, lines otherwise",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="write the exact model inputs to --output (JSONL); load no model, send nothing",
+    )
     p.add_argument("--chunk-size", type=int, default=64, help="seed pairs saved per step")
-    p.add_argument("--restart", action="store_true", help="discard an interrupted run's work")
+    p.add_argument("--overwrite", action="store_true", help="discard an interrupted run's work")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 
@@ -236,7 +362,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     prompt_format = args.prompt_format or ("instruction" if args.adapter else "chat")
-    exemplars = load_exemplars(args.exemplars) if args.exemplars else None
+    try:
+        exemplars = load_exemplars(args.exemplars) if args.exemplars else None
+        if args.dry_run:
+            n = dry_run(args.input, args.output, prompt_format=prompt_format, exemplars=exemplars)
+            print(f"questions: wrote {n} model inputs to {args.output} (dry run)")
+            return 0
+    except (ValueError, OSError) as err:
+        print(f"ambigdocs build questions: error: {err}", file=sys.stderr)
+        return 2
     backend = backend_from_args(args)
     try:
         run(
@@ -246,8 +380,9 @@ def main(argv: list[str] | None = None) -> int:
             prompt_format=prompt_format,
             exemplars=exemplars,
             max_new_tokens=args.max_new_tokens,
+            parse_rule=args.parse_rule,
             chunk_size=args.chunk_size,
-            restart=args.restart,
+            overwrite=args.overwrite,
             settings=model_settings(args),
             show_progress=not args.no_progress,
         )

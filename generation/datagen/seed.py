@@ -35,29 +35,31 @@ pairs with a generator seeded by (S, page), so the result does not depend on `--
 `--method dp` runs the authors' quadratic DP (slow; for checking).
 
 A crash loses at most one batch of pages: finished pages are appended to
-`<output>.partial.jsonl`, and a rerun with the same options skips them.
+`<output>.partial.jsonl`, and a rerun with the same options and inputs skips them (other options
+or changed inputs are refused, naming what changed; `--overwrite` starts again).
 
 Python: `run(passages, disambiguation, output, num_proc=...)` (used by `build all`).
 """
 
 from __future__ import annotations
 
-import argparse
-import gc
 import json
 import os
 import random
 import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
+from typing import Literal
 
 from generation.datagen import overlap as ov
 from generation.datagen.stage_io import write_stage
 from generation.io.passages import collect_passages
-from generation.io.records import ResumableJsonl, atomic_write_json
+from generation.io.records import gc_paused
+from generation.io.resume import discard_work, open_work
+from generation.options import option, run_command
 
 TIE_BREAKS = ("first", "random")
 METHODS = ("fast", "dp")
@@ -138,25 +140,10 @@ def select_seed_pair(
     positions = [i for i, t in enumerate(titles) if passages.get(t)]
     if len(positions) < 2:
         return None
-    with _gc_paused():
+    # A page allocates tens of thousands of small tuples that hold no reference cycles; each 700
+    # allocations would otherwise start a collection that scans them (up to twice as slow).
+    with gc_paused():
         return _select_fast(page, titles, passages, positions, tie_break, seed)
-
-
-@contextmanager
-def _gc_paused():
-    """Pauses the cyclic garbage collector (restoring its state after).
-
-    A page allocates tens of thousands of small tuples that hold no reference cycles; each
-    700 allocations would otherwise start a collection that scans them, which made the search
-    up to twice as slow. Reference counting still frees everything as usual.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _select_fast(page, titles, passages, positions, tie_break, seed) -> dict | None:
@@ -281,6 +268,7 @@ def run(
     max_entities: int = 10,
     max_passages: int = 20,
     progress: bool = True,
+    overwrite: bool = False,
 ) -> dict:
     """Runs the seed stage (see the module docstring for the schemas and the rule).
 
@@ -295,82 +283,97 @@ def run(
         min_entities / max_entities: pages kept (authors: 2..10).
         max_passages: entities with more passages have none (authors: 20).
         progress: show progress bars.
+        overwrite: discard an interrupted run's work instead of resuming it.
 
     Returns:
         The statistics as saved next to the output.
 
     Raises:
         ValueError: bad options, a malformed map or passage file (naming the page or line).
+        ResumeRefused: an interrupted run's work was made with other options or inputs.
     """
-    if tie_break not in TIE_BREAKS:
-        raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if num_proc < 1:
-        raise ValueError(f"num_proc must be >= 1, got {num_proc}")
-    from tqdm import tqdm
-
+    _check_options(tie_break, method, num_proc)
     mapping = read_disambiguation_map(disambiguation)
     pages = kept_pages(mapping, min_entities, max_entities)
-    wanted = {t for titles in pages.values() for t in titles}
-
-    # What the finished pages depend on: a partial result made from other inputs is not reused.
-    options = {
-        "passages": _identity(passages),
-        "disambiguation": _identity(disambiguation),
+    # What the finished pages depend on: work made from other inputs or options is refused.
+    settings = {
         "tie_break": tie_break,
         "seed": seed,
         "min_entities": min_entities,
         "max_entities": max_entities,
         "max_passages": max_passages,
     }
-    partial_path, options_path = Path(f"{output}.partial.jsonl"), Path(f"{output}.partial.json")
-    if partial_path.exists() and (
-        not options_path.exists() or json.loads(options_path.read_text()) != options
-    ):
-        partial_path.unlink()  # finished with other options: not reusable
-    atomic_write_json(options_path, options)
-
-    with ResumableJsonl(partial_path, key=lambda r: r["surface_name"]) as done:
-        todo = {p: t for p, t in pages.items() if p not in done.done}
+    key = lambda r: r["surface_name"]  # noqa: E731
+    inputs = (passages, disambiguation)
+    with open_work(output, key, settings, overwrite=overwrite, inputs=inputs) as work:
+        todo = {p: t for p, t in pages.items() if p not in work.done}
         collected, counts = {}, {}
-        if todo or not done.records:
-            with _gc_paused():  # millions of short-lived rows, no cycles among them
-                collected, counts = collect_passages(
-                    passages,
-                    {t for titles in todo.values() for t in titles},
-                    max_passages,
-                    progress,
-                )
+        if todo or not work.records:
+            collected, counts = _collect_needed(passages, todo, max_passages, progress)
         usable = entity_passages(collected)
-        worker = partial(_select_task, tie_break=tie_break, seed=seed, method=method)
-        bar = tqdm(total=len(todo), desc="seed pairs", unit="page", disable=not progress)
-        batch = []
-        pool = None
-        try:
-            if num_proc > 1 and len(todo) > 1:
-                import multiprocessing
-
-                pool = multiprocessing.get_context("spawn").Pool(num_proc)
-                results = pool.imap(worker, _tasks(todo, usable), chunksize=8)
-            else:
-                results = map(worker, _tasks(todo, usable))
-            for page, record in results:
-                batch.append({"surface_name": page, "selected": record})
-                bar.update()
-                if len(batch) >= _BATCH_PAGES:
-                    done.append(batch)
-                    batch = []
-            done.append(batch)
-        finally:
-            if pool is not None:
-                pool.terminate()
-            bar.close()
-        by_page = {r["surface_name"]: r["selected"] for r in done.records}
+        _select_pairs(todo, usable, work, tie_break, seed, method, num_proc, progress)
+        by_page = {r["surface_name"]: r["selected"] for r in work.records}
 
     records = [by_page[p] for p in pages if by_page.get(p) is not None]
+    limits = (min_entities, max_entities, max_passages)
+    stats = _statistics(mapping, pages, records, counts, usable, limits)
+    stats.update(tie_break=tie_break, method=method)
+    stats.update(_resume_note(len(pages) - len(todo)))
+    saved = write_stage(output, records, stats, "seed")
+    discard_work(output)
+    return saved
+
+
+def _check_options(tie_break: str, method: str, num_proc: int) -> None:
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if num_proc < 1:
+        raise ValueError(f"num_proc must be >= 1, got {num_proc}")
+
+
+def _collect_needed(passages, todo: Mapping[str, list[str]], max_passages: int, progress: bool):
+    """Streams the passage file once, keeping the passages of the titles the pages to do name."""
+    with gc_paused():  # millions of short-lived rows, no cycles among them
+        wanted = {t for titles in todo.values() for t in titles}
+        return collect_passages(passages, wanted, max_passages, progress)
+
+
+def _select_pairs(todo, usable, work, tie_break, seed, method, num_proc, progress) -> None:
+    """Selects each page's pair (in worker processes when asked), saving batches as they finish."""
+    from tqdm.auto import tqdm
+
+    worker = partial(_select_task, tie_break=tie_break, seed=seed, method=method)
+    bar = tqdm(total=len(todo), desc="seed pairs", unit="page", disable=not progress)
+    batch, pool = [], None
+    try:
+        if num_proc > 1 and len(todo) > 1:
+            import multiprocessing
+
+            pool = multiprocessing.get_context("spawn").Pool(num_proc)
+            results = pool.imap(worker, _tasks(todo, usable), chunksize=8)
+        else:
+            results = map(worker, _tasks(todo, usable))
+        for page, record in results:
+            batch.append({"surface_name": page, "selected": record})
+            bar.update()
+            if len(batch) >= _BATCH_PAGES:
+                work.append(batch)
+                batch = []
+        work.append(batch)
+    finally:
+        if pool is not None:
+            pool.terminate()
+        bar.close()
+
+
+def _statistics(mapping, pages, records, counts, usable, limits) -> dict:
+    """The counts the stage reports: pages kept and selected, titles found, overlap lengths."""
+    min_entities, max_entities, max_passages = limits
     lengths = Counter(len(r["overlap"].split()) for r in records)
-    stats = {
+    wanted = {t for titles in pages.values() for t in titles}
+    return {
         "pages_in_map": len(mapping),
         f"pages_with_{min_entities}_to_{max_entities}_entities": len(pages),
         "pages_selected": len(records),
@@ -380,74 +383,47 @@ def run(
         f"titles_over_{max_passages}_passages": sum(n > max_passages for n in counts.values()),
         "titles_with_passages_after_dropping_last": len(usable),
         **{f"overlap_length_{n}": lengths[n] for n in sorted(lengths)},
-        "tie_break": tie_break,
-        "method": method,
     }
-    resumed = len(pages) - len(todo)
-    if resumed:
-        # Passages are read only for the pages still to do: the title counts above cover those.
-        stats["pages_resumed_from_interrupted_run"] = resumed
-        stats["title_counts_cover"] = "only the pages computed in this run"
-    saved = write_stage(output, records, stats, "seed")
-    partial_path.unlink(missing_ok=True)
-    options_path.unlink(missing_ok=True)
-    return saved
 
 
-def _identity(path: str | os.PathLike) -> list:
-    stat = Path(path).stat()
-    return [str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns]
+def _resume_note(resumed: int) -> dict:
+    if not resumed:
+        return {}
+    # Passages are read only for the pages still to do: the title counts cover those.
+    return {
+        "pages_resumed_from_interrupted_run": resumed,
+        "title_counts_cover": "only the pages computed in this run",
+    }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="ambigdocs build seed",
-        description="Select one seed document pair per disambiguation page (pipeline.md §2).",
+@dataclass(kw_only=True)
+class SeedOptions:
+    passages: str = option(help="DPR passage TSV (id, text, title)")
+    disambiguation: str = option(help="map JSON {page: [entity titles]}")
+    output: str = option(help="output JSONL (or .parquet)")
+    num_proc: int = option(1, help="worker processes")
+    tie_break: Literal["first", "random"] = option(
+        "first", help="first: the first tied pair in loop order (authors); random: seeded per page"
     )
-    p.add_argument("--passages", required=True, help="DPR passage TSV (id, text, title)")
-    p.add_argument("--disambiguation", required=True, help="map JSON {page: [entity titles]}")
-    p.add_argument("--output", required=True, help="output JSONL (or .parquet)")
-    p.add_argument("--num-proc", type=int, default=1, help="worker processes (default 1)")
-    p.add_argument(
-        "--tie-break",
-        choices=TIE_BREAKS,
-        default="first",
-        help="first: the first tied pair in loop order (authors); random: seeded per page",
+    seed: int = option(0, help="seed of --tie-break random")
+    method: Literal["fast", "dp"] = option(
+        "fast", help="fast, or dp: the authors' quadratic DP (identical output, slow)"
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of --tie-break random")
-    p.add_argument(
-        "--method",
-        choices=METHODS,
-        default="fast",
-        help="fast (default) or dp: the authors' quadratic DP, identical output, slow",
-    )
-    p.add_argument("--min-entities", type=int, default=2)
-    p.add_argument("--max-entities", type=int, default=10)
-    p.add_argument("--max-passages", type=int, default=20, help="max passages per entity")
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    return p
+    min_entities: int = option(2, help="pages with fewer entities are skipped")
+    max_entities: int = option(10, help="pages with more entities are skipped")
+    max_passages: int = option(20, help="entities with more passages have none")
+    progress: bool = option(True, help="show progress bars (--no-progress hides them)")
+    overwrite: bool = option(False, help="discard an interrupted run's work")
+
+
+OPTIONS = (SeedOptions,)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        run(
-            args.passages,
-            args.disambiguation,
-            args.output,
-            num_proc=args.num_proc,
-            tie_break=args.tie_break,
-            seed=args.seed,
-            method=args.method,
-            min_entities=args.min_entities,
-            max_entities=args.max_entities,
-            max_passages=args.max_passages,
-            progress=not args.no_progress,
-        )
-    except (ValueError, FileNotFoundError) as err:
-        print(f"ambigdocs build seed: error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    description = "Select one seed document pair per disambiguation page (docs/pipeline.md §2)."
+    return run_command(
+        "ambigdocs build seed", description, OPTIONS, lambda o: run(**asdict(o)), argv
+    )
 
 
 if __name__ == "__main__":

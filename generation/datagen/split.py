@@ -37,16 +37,17 @@ Python: `run(input, output_dir, seed=0, fractions=(0.6, 0.1, 0.3))` (used by `bu
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ambigdocs import DOCUMENT_FEATURES, RAW_FILE_NAMES
 from generation.datagen.stage_io import format_stats, read_stage, stats_path
-from generation.io.records import atomic_write_json
+from generation.io.records import atomic_write_json, current_umask
+from generation.options import option, run_command
 from generation.prompts import strip_disambiguation
 
 SPLITS = ("train", "validation", "test")
@@ -179,29 +180,18 @@ def run(
         The statistics as saved.
 
     Raises:
-        ValueError: a malformed row (naming its index and field) or bad fractions.
+        ValueError: a malformed row (naming its index and field), bad fractions, a split that
+            comes out empty although its fraction is not 0, or an output folder that holds
+            other files than a split's.
     """
-    from tqdm import tqdm
-
+    out = Path(output_dir)
+    _check_output_folder(out)
     rows = read_stage(input)
-    kept, skipped = [], {}
-    for index, row in enumerate(tqdm(rows, desc="split: checking rows", disable=not progress)):
-        status = row.get("status", "ok")
-        if status != "ok":
-            skipped[status] = skipped.get(status, 0) + 1
-            continue
-        kept.append(to_release_row(row, qid=len(kept), where=f"{input}, row {index}"))
-
+    kept, skipped = _release_rows(rows, input, progress)
     groups = passage_groups(kept)
     assigned = assign_splits(groups, seed=seed, fractions=fractions)
     _check_disjoint(kept, assigned)
-
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    # The statistics, written last, mark the three files as one finished set (see `build all`).
-    stats_path(out / "split").unlink(missing_ok=True)
-    for split, indices in assigned.items():
-        atomic_write_json(out / _file_name(split), [kept[i] for i in indices], indent=None)
+    _check_not_empty(assigned, fractions, len(kept))
     stats = {
         "stage": "split",
         "output": str(out),
@@ -211,15 +201,88 @@ def run(
         "passage_groups": len(groups),
         "largest_group": max((len(g) for g in groups), default=0),
         **{split: len(ix) for split, ix in assigned.items()},
-        **{
-            f"{split}_fraction": len(ix) / len(kept) if kept else 0.0
-            for split, ix in assigned.items()
-        },
+        **{f"{split}_fraction": len(ix) / len(kept) for split, ix in assigned.items()},
         "seed": seed,
     }
-    atomic_write_json(stats_path(out / "split"), stats)
+    _write_folder(out, {split: [kept[i] for i in ix] for split, ix in assigned.items()}, stats)
     print(format_stats(stats))
     return stats
+
+
+def _release_rows(rows: Sequence[Mapping], input, progress: bool) -> tuple[list[dict], dict]:
+    """The rows with status ok as release rows (qid = position among them), and skip counts."""
+    from tqdm.auto import tqdm
+
+    kept, skipped = [], {}
+    for index, row in enumerate(tqdm(rows, desc="split: checking rows", disable=not progress)):
+        status = row.get("status", "ok")
+        if status != "ok":
+            skipped[status] = skipped.get(status, 0) + 1
+            continue
+        kept.append(to_release_row(row, qid=len(kept), where=f"{input}, row {index}"))
+    return kept, skipped
+
+
+def _check_not_empty(
+    assigned: Mapping[str, Sequence[int]], fractions: Sequence[float], examples: int
+) -> None:
+    # An empty split file is one the loader refuses: fail now, naming it, unless asked for.
+    for (split, indices), fraction in zip(assigned.items(), fractions, strict=True):
+        if not indices and fraction > 0:
+            raise ValueError(
+                f"the {split} split comes out empty ({examples} examples in "
+                f"{'no' if not examples else 'too few'} passage groups for fractions "
+                f"{list(fractions)}); give it fraction 0 or add examples"
+            )
+
+
+# What a split folder holds; anything else in --output-dir is the user's and is never replaced.
+def _split_files() -> set[str]:
+    return {_file_name(s) for s in SPLITS} | {stats_path("split").name}
+
+
+def _check_output_folder(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--output-dir {out} is a file, not a folder")
+    if out.is_dir():
+        other = sorted(p.name for p in out.iterdir() if p.name not in _split_files())
+        if other:
+            raise ValueError(
+                f"--output-dir {out} holds other files than a split's ({', '.join(other[:5])}); "
+                "choose an empty or new folder"
+            )
+
+
+def _write_folder(out: Path, splits: Mapping[str, list[dict]], stats: Mapping) -> None:
+    """Writes the whole split folder so that readers see the old set or the new one, never a mix.
+
+    The files go to a fresh sibling folder first; then the old folder is moved aside and the new
+    one takes its name. Leftovers of an interrupted earlier run (`.NAME.tmp-*`) are removed.
+    """
+    import shutil
+    import tempfile
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for leftover in out.parent.glob(f".{out.name}.tmp-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        for split, rows in splits.items():
+            atomic_write_json(staging / _file_name(split), rows, indent=None)
+        atomic_write_json(stats_path(staging / "split"), dict(stats))
+        _follow_umask(staging)
+        old = staging.with_name(staging.name + "-old")
+        if out.exists():
+            out.rename(old)
+        staging.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(staging.with_name(staging.name + "-old"), ignore_errors=True)
+
+
+def _follow_umask(folder: Path) -> None:
+    # mkdtemp makes a 0700 folder: give it the mode a plain mkdir would have.
+    folder.chmod(0o777 & ~current_umask())
 
 
 def _check_disjoint(rows: Sequence[Mapping], assigned: Mapping[str, Sequence[int]]) -> None:
@@ -234,40 +297,25 @@ def _check_disjoint(rows: Sequence[Mapping], assigned: Mapping[str, Sequence[int
                     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="ambigdocs build split",
-        description="Split examples 60/10/30 with no passage shared between splits (§5).",
+@dataclass(kw_only=True)
+class SplitOptions:
+    input: str = option(help="the expand stage's output (JSONL/JSON/Parquet)")
+    output_dir: str = option(help="folder for train.json, dev.json, test.json")
+    seed: int = option(0, help="shuffle seed")
+    fractions: list[float] = option(
+        list(DEFAULT_FRACTIONS), help="train, dev and test shares (three numbers)"
     )
-    p.add_argument("--input", required=True, help="the expand stage's output (JSONL/JSON/Parquet)")
-    p.add_argument("--output-dir", required=True, help="folder for train.json, dev.json, test.json")
-    p.add_argument("--seed", type=int, default=0, help="shuffle seed (default 0)")
-    p.add_argument(
-        "--fractions",
-        type=float,
-        nargs=3,
-        default=list(DEFAULT_FRACTIONS),
-        metavar=("TRAIN", "DEV", "TEST"),
-        help="split shares (default 0.6 0.1 0.3)",
-    )
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    return p
+    progress: bool = option(True, help="show progress bars (--no-progress hides them)")
+
+
+OPTIONS = (SplitOptions,)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        run(
-            args.input,
-            args.output_dir,
-            seed=args.seed,
-            fractions=args.fractions,
-            progress=not args.no_progress,
-        )
-    except (ValueError, FileNotFoundError) as err:
-        print(f"ambigdocs build split: error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    description = "Split examples 60/10/30 with no passage shared between splits (§5)."
+    return run_command(
+        "ambigdocs build split", description, OPTIONS, lambda o: run(**asdict(o)), argv
+    )
 
 
 if __name__ == "__main__":

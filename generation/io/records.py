@@ -12,16 +12,23 @@ never loses finished work and never leaves a file that breaks the next run:
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 
 def read_records(path: str | os.PathLike) -> list[dict]:
     """Reads a JSON array of objects or a JSONL file (one object a line), whichever it holds.
+
+    Numbers are read exactly (the standard library's parser: orjson would turn integers beyond
+    64 bits into floats), and text that cannot be written as UTF-8 (a lone surrogate such as
+    `"\\ud800"`) is refused here rather than failing later inside Arrow with no place named.
 
     Args:
         path: the file.
@@ -30,41 +37,111 @@ def read_records(path: str | os.PathLike) -> list[dict]:
         The records in file order.
 
     Raises:
-        ValueError: the file is neither, or a line/element is not a JSON object; the message
-            names the file and the line or element.
+        ValueError: the file is not UTF-8, is neither format, or an element/line is not a JSON
+            object or holds a lone surrogate; the message names the file and the line (and byte
+            or column) or the element.
     """
-    path = Path(path)
-    with path.open(encoding="utf-8") as f:
-        head = f.read(4096).lstrip()
-    if head.startswith("["):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}: not valid JSON ({err})") from None
-        for i, row in enumerate(data):
+    data = Path(path).read_bytes()
+    check_utf8(path, data)
+    if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
+        with gc_paused():  # many new dicts, no cycles: a collection would only walk them
+            try:
+                rows = json.loads(data)
+            except json.JSONDecodeError as err:
+                raise ValueError(
+                    f"{path}, line {err.lineno}, column {err.colno}: not valid JSON ({err.msg})"
+                ) from None
+        if not isinstance(rows, list):
+            raise ValueError(f"{path}: expected a JSON array of objects or JSONL")
+        for i, row in enumerate(rows):
             if not isinstance(row, dict):
                 raise ValueError(f"{path}: element {i} is a {type(row).__name__}, not an object")
-        return data
-    return list(iter_jsonl(path))
+        if _SURROGATE_ESCAPE.search(data):
+            for i, row in enumerate(rows):
+                _check_encodable(row, f"{path}: element {i}")
+        return rows
+    with gc_paused():
+        return list(_parse_jsonl_lines(path, data.splitlines()))
 
 
 def iter_jsonl(path: str | os.PathLike) -> Iterator[dict]:
-    """Yields the objects of a JSONL file; blank lines are skipped.
+    """Yields the objects of a JSONL file, streaming; blank lines are skipped.
 
     Raises:
-        ValueError: a line is not a JSON object (the message names the file and line number).
+        ValueError: a line is not UTF-8, not a JSON object, or holds a lone surrogate (the
+            message names the file and line number).
     """
-    with Path(path).open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}, line {lineno}: not valid JSON ({err})") from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}, line {lineno}: a {type(row).__name__}, not an object")
-            yield row
+    with Path(path).open("rb") as f:
+        yield from _parse_jsonl_lines(path, f)
+
+
+# A JSON escape of a UTF-16 surrogate: only such an escape can make text that is not UTF-8.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _parse_jsonl_lines(path, lines: Iterable[bytes]) -> Iterator[dict]:
+    for lineno, line in enumerate(lines, 1):
+        line = line.rstrip(b"\r\n")  # so that the parser's column is the line's column
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except UnicodeDecodeError:
+            check_utf8(path, line, first_line=lineno)
+            raise
+        except json.JSONDecodeError as err:
+            raise ValueError(
+                f"{path}, line {lineno}, column {err.colno}: not valid JSON ({err.msg})"
+            ) from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}, line {lineno}: a {type(row).__name__}, not an object")
+        if _SURROGATE_ESCAPE.search(line):
+            _check_encodable(row, f"{path}, line {lineno}")
+        yield row
+
+
+def _check_encodable(value: Any, where: str, field: str = "") -> None:
+    """Raises a ValueError naming the field whose text holds a lone surrogate."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(
+                f"{where}: field {field or '(value)'!r} holds a lone UTF-16 surrogate "
+                f"({value[:40]!r}), which is not text"
+            ) from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_encodable(key, where, field)
+            _check_encodable(item, where, f"{field}.{key}" if field else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_encodable(item, where, f"{field}[{i}]")
+
+
+def check_utf8(path: str | os.PathLike, data: bytes, first_line: int = 1) -> None:
+    """Raises a ValueError naming the file, line and byte where `data` stops being UTF-8."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line_start = data.rfind(b"\n", 0, err.start) + 1
+        line = first_line + data.count(b"\n", 0, err.start)
+        raise ValueError(
+            f"{path}, line {line}, byte {err.start - line_start + 1}: not valid UTF-8 "
+            f"({data[err.start : err.end]!r})"
+        ) from None
+
+
+@contextmanager
+def gc_paused():
+    """Pauses the cyclic garbage collector while many small acyclic objects are made."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def dumps_line(record: Any) -> str:
@@ -72,11 +149,20 @@ def dumps_line(record: Any) -> str:
     return json.dumps(record, ensure_ascii=False) + "\n"
 
 
+def current_umask() -> int:
+    """The process's umask (read by setting it and putting it back)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
 def _atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: str = "w") -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes the file 0600; the output gets the mode a plain open() would give it.
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {})) as f:
             write(f)
             f.flush()

@@ -2,12 +2,16 @@
 
     ambigdocs evaluate RESULTS [RESULTS ...] --output-dir DIR [--no-df1] [--qa-model ID]
         [--score-documents first5|shown|all] [--plot] [--labels-field FIELD]
+        [--bootstrap N] [--bootstrap-seed S] [--table-ci] [--report]
 
 RESULTS is the authors' results file (a JSON list of data-set rows, each with `gen_answer` and
 `docs`, the documents shown) or the JSONL that `ambigdocs answer` writes (same fields); other
 fields are ignored. One file writes DIR/per_example.jsonl and DIR/summary.json; several write one
 subfolder each and a combined DIR/summary.json. A table like the paper's Table 2 and the category
 distribution (Figure 4) are printed; `--plot` draws the distribution as a stacked bar chart.
+The report steps (generation/report/outputs.py, docs/report.md) add intervals, slices and
+provenance to each summary and write table.md/.csv/.tex, comparison.json/.md (several files)
+and, with `--report`, report.html.
 
 The lexical scores import nothing heavy (no torch, transformers or datasets), so they are
 instant; Disambig-F1 loads the QA model only when asked.
@@ -17,73 +21,34 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import sys
 from collections import Counter
 from pathlib import Path
 
-from generation.io.records import atomic_write_json, atomic_write_text
+from generation.io.records import atomic_write_json, atomic_write_text, read_records
+from generation.options import one_line
+from generation.report.layout import CATEGORY_COLOURS, CATEGORY_NAMES, TABLE_ROWS
+from generation.report.outputs import ReportOptions, annotate_summary, write_report_files
+from generation.report.provenance import qa_model_record
+from metric.ambigdocs_metric.disambig_f1 import DEFAULT_QA_MODEL
 from metric.ambigdocs_metric.scoring import (
     CATEGORIES,
     ExampleScores,
     aggregate,
-    gc_paused,
     score_parsed,
     validate_inputs,
 )
 
-DEFAULT_QA_MODEL = (
-    "deepset/roberta-base-squad2"  # the paper's; same as disambig_f1.DEFAULT_QA_MODEL
-)
-
-TABLE_ROWS = [
-    ("answer_length", "Answer Length (|y|)", "{:.1f}"),
-    ("answer_recall", "Answer Recall", "{:.3f}"),
-    ("entity_recall", "Entity Recall", "{:.3f}"),
-    ("entity_answer_recall", "Entity-Answer Recall", "{:.3f}"),
-    ("disambig_f1", "Disambig-F1", "{:.3f}"),
-    ("k_precision", "K-Precision", "{:.3f}"),
-]
-CATEGORY_NAMES = {
-    "complete": "Complete",
-    "partial": "Partial",
-    "no_answer": "No Answer",
-    "ambiguous": "Ambiguous",
-    "merged": "Merged",
-}
-
-
-def _loads_factory():
-    try:  # orjson parses the results file several times faster; plain json otherwise
-        import orjson
-
-        return orjson.loads
-    except ImportError:
-        return json.loads
-
 
 def load_results(path: str | Path) -> list[dict]:
-    """Reads answered examples: a JSON array or JSONL.
+    """Reads answered examples: a JSON array or JSONL (`generation.io.records.read_records`).
 
     Raises:
         ValueError: malformed file, or a row without `gen_answer` (names the file and row).
     """
-    loads = _loads_factory()
-    data = Path(path).read_bytes()
-    head = data[:4096].lstrip()
-    try:
-        # The collections that parsing triggers (many new dicts) would only walk the rows.
-        with gc_paused():
-            if head.startswith(b"["):
-                rows = loads(data)
-            else:
-                rows = [loads(line) for line in data.splitlines() if line.strip()]
-    except ValueError as err:
-        raise ValueError(f"{path}: not valid JSON or JSONL ({err})") from None
+    rows = read_records(path)
     for i, row in enumerate(rows):
-        if not isinstance(row, dict):
-            raise ValueError(f"{path}: row {i} is not an object")
         if "gen_answer" not in row:
             raise ValueError(f"{path}: row {i} (qid {row.get('qid')}) has no field 'gen_answer'")
     return rows
@@ -114,6 +79,7 @@ def score_lexical(
     contexts: list | None,
     score_documents: str = "first5",
     workers: int = 1,
+    unique_qids: bool = True,
 ) -> list[ExampleScores]:
     """Validates and scores every example; with `workers` > 1, in forked processes.
 
@@ -122,7 +88,7 @@ def score_lexical(
     scoring runs in this process. The result does not depend on `workers`.
     """
     global _SHARED
-    references = validate_inputs(predictions, rows, contexts)
+    references = validate_inputs(predictions, rows, contexts, unique_qids=unique_qids)
     n = len(references)
     workers = max(1, min(workers, n // MIN_EXAMPLES_PER_WORKER))
     import multiprocessing as mp
@@ -140,7 +106,7 @@ def score_lexical(
 
 
 def evaluate_rows(
-    rows: list[dict], score_documents: str = "first5", workers: int = 1
+    rows: list[dict], score_documents: str = "first5", workers: int = 1, unique_qids: bool = True
 ) -> tuple[list[dict], dict]:
     """The lexical scores of answered rows; returns (per-example records, summary).
 
@@ -148,9 +114,12 @@ def evaluate_rows(
         rows: answered examples (`gen_answer`, data-set fields, optionally `docs`).
         score_documents: see `scoring.scored_documents`.
         workers: processes for the scores.
+        unique_qids: refuse two rows with the same qid.
     """
     predictions = [row["gen_answer"] for row in rows]
-    scores = score_lexical(predictions, rows, _contexts(rows), score_documents, workers)
+    scores = score_lexical(
+        predictions, rows, _contexts(rows), score_documents, workers, unique_qids
+    )
     records = [
         {
             "qid": row.get("qid"),
@@ -186,10 +155,15 @@ def add_disambig_f1(
 
 def load_qa_model(name: str):
     """Loads the QA model, or prints one line saying why not and returns None."""
+    return try_load_qa_model(name)[0]
+
+
+def try_load_qa_model(name: str):
+    """(the QA model, None), or (None, why not) after printing why in one line."""
     from metric.ambigdocs_metric.disambig_f1 import QAExtractor
 
     try:
-        return QAExtractor(name)
+        return QAExtractor(name), None
     except Exception as err:  # offline, missing files, wrong id: any reason is reported alike
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         print(
@@ -197,20 +171,16 @@ def load_qa_model(name: str):
             "Use --no-df1 to skip it, or --qa-model PATH to point to a local copy.",
             file=sys.stderr,
         )
-        return None
+        return None, f"cannot load the QA model ({reason[:160]})"
 
 
 # --- output ----------------------------------------------------------------------------------------
 
 
 def _write_jsonl(path: Path, records: list[dict]) -> None:
-    try:
-        import orjson
+    import orjson
 
-        text = b"".join(orjson.dumps(r) + b"\n" for r in records).decode()
-    except ImportError:
-        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    atomic_write_text(path, text)
+    atomic_write_text(path, b"".join(orjson.dumps(r) + b"\n" for r in records).decode())
 
 
 def format_table(columns: dict[str, dict]) -> str:
@@ -230,7 +200,7 @@ def format_table(columns: dict[str, dict]) -> str:
         )
     lines.append("")
     lines.append("Answer category".ljust(width))
-    for key in ("complete", "partial", "no_answer", "ambiguous", "merged"):
+    for key in CATEGORIES:
         cells = [f"{s[key]:.3f}" for s in columns.values()]
         lines.append(
             f"  {CATEGORY_NAMES[key]}".ljust(width)
@@ -291,12 +261,11 @@ def plot_categories(columns: dict[str, dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    order = ["complete", "partial", "no_answer", "ambiguous", "merged"]
-    colours = ["#4c9a2a", "#a4c639", "#bbbbbb", "#f4a261", "#e76f51"]
     names = list(columns)
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 4.2))
     bottom = [0.0] * len(names)
-    for key, colour in zip(order, colours, strict=True):
+    for key in CATEGORIES:
+        colour = CATEGORY_COLOURS[key]
         values = [100 * columns[n][key] for n in names]
         bars = ax.bar(
             names, values, bottom=bottom, color=colour, label=CATEGORY_NAMES[key], width=0.6
@@ -344,7 +313,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-dir", type=Path, required=True, help="where to write the scores")
     p.add_argument("--no-df1", action="store_true", help="skip Disambig-F1 (no QA model)")
     p.add_argument(
-        "--qa-model", default=DEFAULT_QA_MODEL, help="QA model for Disambig-F1 (path or Hub id)"
+        "--qa-model",
+        help=f"QA model for Disambig-F1 (path or Hub id; default {DEFAULT_QA_MODEL}, skipped "
+        "with a note when it cannot be loaded; a model named here that cannot be loaded, or "
+        "that is not a question-answering model, is an error)",
     )
     p.add_argument("--qa-batch-size", type=int, default=64, help="windows per QA forward pass")
     p.add_argument(
@@ -361,7 +333,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--plot", action="store_true", help="write categories.png (like Figure 4)")
     p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="bootstrap resamples for the 95%% intervals and the comparison (0: none)",
+    )
+    p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the resampling")
+    p.add_argument(
+        "--table-ci", action="store_true", help="put the intervals in table.md/.csv/.tex"
+    )
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="write report.html: summary, comparison, slices and a per-example viewer",
+    )
+    p.add_argument(
         "--show-examples", action="store_true", help="print every example's category and answer"
+    )
+    p.add_argument(
+        "--allow-duplicate-qids",
+        action="store_true",
+        help="score rows that share a qid (several answers to one question, as in the bundled "
+        "sample); otherwise a repeated qid is an error",
     )
     p.add_argument(
         "--labels-field",
@@ -371,26 +365,89 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def report_options(args: argparse.Namespace) -> ReportOptions:
+    """The report steps' options from the command line."""
+    return ReportOptions(
+        score_documents=args.score_documents,
+        bootstrap=args.bootstrap,
+        seed=args.bootstrap_seed,
+        table_ci=args.table_ci,
+        html=args.report,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    names = _column_names(args.results)
     try:
-        loaded = [load_results(p) for p in args.results]
+        _check_arguments(args)
+        loaded = [load_results(path) for path in args.results]
         # This process keeps the rows to the end: spare every later collection the walk over them.
         gc.freeze()
         # Lexical scores first, for every file: forking workers is safe before torch is loaded.
-        scored = [evaluate_rows(rows, args.score_documents, args.workers) for rows in loaded]
+        scored = [_score_file(p, rows, args) for p, rows in zip(args.results, loaded, strict=True)]
+        qa, qa_absent = _qa_model(args)
+        columns = _write_scores(args, loaded, scored, qa, qa_absent)
+        written = write_report_files(
+            args.output_dir, columns, _systems(args, loaded, scored), report_options(args)
+        )
     except (OSError, ValueError) as err:
-        print(f"ambigdocs evaluate: {err}", file=sys.stderr)
+        print(f"ambigdocs evaluate: error: {one_line(err)}", file=sys.stderr)
         return 2
+    _print_results(args, columns, written)
+    return 0
 
-    qa = None if args.no_df1 else load_qa_model(args.qa_model)
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Bad options and an unusable --output-dir, before any work."""
+    if args.bootstrap < 0:
+        raise ValueError("--bootstrap must be 0 or more")
+    if args.output_dir.exists() and not args.output_dir.is_dir():
+        raise ValueError(f"--output-dir {args.output_dir} is a file, not a folder")
+    args.output_dir.mkdir(parents=True, exist_ok=True)  # OSError: cannot be created
+
+
+def _score_file(path: Path, rows: list[dict], args: argparse.Namespace) -> tuple[list, dict]:
+    try:
+        return evaluate_rows(
+            rows, args.score_documents, args.workers, not args.allow_duplicate_qids
+        )
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
+
+
+def _qa_model(args: argparse.Namespace):
+    """(QA model, None) or (None, why it is absent). The default model may be absent (one line
+    says why); a model the user named must load and be a question-answering model."""
+    if args.no_df1:
+        return None, "--no-df1 was given"
+    if args.qa_model is None:
+        return try_load_qa_model(DEFAULT_QA_MODEL)
+    from metric.ambigdocs_metric.disambig_f1 import QAExtractor
+
+    try:
+        qa = QAExtractor(args.qa_model)
+    except Exception as err:  # any failure to load a model the user asked for is their input's
+        raise ValueError(
+            f"--qa-model {args.qa_model}: cannot be loaded ({one_line(err)[:200]})"
+        ) from None
+    return qa, None
+
+
+def _write_scores(args, loaded, scored, qa, qa_absent) -> dict[str, dict]:
+    """Disambig-F1 (when a QA model is there), intervals and provenance; writes each file's
+    per_example.jsonl and summary.json; returns the summaries by column name."""
+    qa_record = qa_model_record(args.qa_model or DEFAULT_QA_MODEL, qa, qa_absent)
+    options = report_options(args)
     single = len(args.results) == 1
     columns: dict[str, dict] = {}
-    for name, rows, (records, summary) in zip(names, loaded, scored, strict=True):
+    names = _column_names(args.results)
+    for name, path, rows, (records, summary) in zip(
+        names, args.results, loaded, scored, strict=True
+    ):
         if qa is not None:
             qa.batch_size = args.qa_batch_size
             add_disambig_f1(rows, records, summary, qa, args.score_documents)
+        annotate_summary(summary, rows, records, path, qa_record, options)
         out = args.output_dir if single else args.output_dir / name
         _write_jsonl(out / "per_example.jsonl", records)
         atomic_write_json(out / "summary.json", summary)
@@ -402,17 +459,25 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n{name}: automatic categories against {args.labels_field!r}")
             labels = [row.get(args.labels_field) for row in rows]
             print(format_agreement([r["category"] for r in records], labels))
-
     if not single:
         atomic_write_json(args.output_dir / "summary.json", columns)
+    return columns
+
+
+def _systems(args, loaded, scored) -> dict[str, tuple[list[dict], list[dict]]]:
+    names = _column_names(args.results)
+    return {n: (rows, s[0]) for n, rows, s in zip(names, loaded, scored, strict=True)}
+
+
+def _print_results(args: argparse.Namespace, columns: dict[str, dict], written) -> None:
     print()
     print(format_table(columns))
     if args.plot:
         png = args.output_dir / "categories.png"
         plot_categories(columns, png)
         print(f"\nwrote {png}")
+    print("wrote " + ", ".join(str(p) for p in written))
     print(f"\nscores written to {args.output_dir}/")
-    return 0
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ from typing import NamedTuple
 
 from .stopwords import STOPWORDS
 
-CATEGORIES = ("complete", "partial", "ambiguous", "merged", "no_answer")
+# In the order of the paper's Figure 4 (best to worst): every table, chart and summary uses it.
+CATEGORIES = ("complete", "partial", "no_answer", "ambiguous", "merged")
 SCORE_DOCUMENTS = ("first5", "shown", "all")
 # The authors score the first five gold documents, whatever the model was shown (metric.md).
 MAX_SCORED_DOCUMENTS = 5
@@ -263,6 +264,10 @@ def parse_reference(row: Mapping, index: int = 0) -> Reference:
     if not (isinstance(row, dict) or isinstance(row, Mapping)):
         raise ValueError(f"example {index}: reference must be a mapping, got {type(row).__name__}")
     qid = row.get("qid")
+    if qid is not None and (isinstance(qid, bool) or not isinstance(qid, (int, str))):
+        raise ValueError(
+            f"example {index}: field 'qid' must be an integer or a string, got {qid!r}"
+        )
     for field in ("question", "ambiguous_entity"):
         if not isinstance(row.get(field), str):
             raise ValueError(
@@ -271,12 +276,23 @@ def parse_reference(row: Mapping, index: int = 0) -> Reference:
     docs = row.get("documents")
     if not isinstance(docs, list) and isinstance(docs, Mapping):  # the older dict of lists
         keys = [k for k in ("title", "answer", "pid", "text") if k in docs]
+        for k in keys:
+            if not isinstance(docs[k], (list, tuple)):
+                raise ValueError(
+                    f"{_where(index, qid)}: field 'documents.{k}' must be a list (documents as "
+                    f"a dict of lists), got {type(docs[k]).__name__}"
+                )
         lengths = {len(docs[k]) for k in keys}
         if len(lengths) > 1:
             raise ValueError(
                 f"{_where(index, qid)}: field 'documents' has lists of different lengths"
             )
         docs = [{k: docs[k][j] for k in keys} for j in range(lengths.pop() if lengths else 0)]
+    if docs is not None and not isinstance(docs, (list, tuple)):
+        raise ValueError(
+            f"{_where(index, qid)}: field 'documents' must be a list of objects (or a dict of "
+            f"lists), got {type(docs).__name__}"
+        )
     if not docs:
         raise ValueError(f"{_where(index, qid)}: field 'documents' is missing or empty")
     gold = []
@@ -493,9 +509,17 @@ def _score_tokenized(
 
 
 def validate_inputs(
-    predictions: Sequence, references: Sequence, contexts: Sequence | None = None
+    predictions: Sequence,
+    references: Sequence,
+    contexts: Sequence | None = None,
+    unique_qids: bool = False,
 ) -> list[Reference]:
     """Checks lengths and types; returns the parsed references.
+
+    Args:
+        unique_qids: refuse two examples with the same qid (each would count twice in every
+            mean). `ambigdocs evaluate` asks for it; several answers to one question (the
+            bundled sample) are scored when it is False.
 
     Raises:
         ValueError: naming the example index and the field.
@@ -504,11 +528,16 @@ def validate_inputs(
         raise ValueError(
             f"predictions has {len(predictions)} items but references has {len(references)}"
         )
+    if not predictions:
+        # Means over nothing would read as a score of 0: there is nothing to score.
+        raise ValueError("no examples to score (predictions and references are empty)")
     if contexts is not None and len(contexts) != len(predictions):
         raise ValueError(
             f"contexts has {len(contexts)} items but predictions has {len(predictions)}"
         )
     parsed = [parse_reference(row, i) for i, row in enumerate(references)]
+    if unique_qids:
+        _check_unique_qids(parsed)
     for i, p in enumerate(predictions):
         if not isinstance(p, str):
             raise ValueError(
@@ -518,6 +547,11 @@ def validate_inputs(
         for i, ctx in enumerate(contexts):
             if ctx is None:
                 continue
+            if not isinstance(ctx, (list, tuple)):
+                raise ValueError(
+                    f"{_where(i, parsed[i].qid)}: contexts (the documents shown) must be a list "
+                    f"of objects, got {type(ctx).__name__}"
+                )
             for j, d in enumerate(ctx):
                 if not (isinstance(d, dict) or isinstance(d, Mapping)):
                     raise ValueError(f"{_where(i, parsed[i].qid)}: contexts[{j}] is not an object")
@@ -528,6 +562,20 @@ def validate_inputs(
                             "must be a string"
                         )
     return parsed
+
+
+def _check_unique_qids(parsed: Sequence[Reference]) -> None:
+    # The same example twice would be weighed twice in every mean, silently.
+    first: dict = {}
+    for i, reference in enumerate(parsed):
+        if reference.qid is None:
+            continue
+        j = first.setdefault(reference.qid, i)
+        if j != i:
+            raise ValueError(
+                f"example {i}: qid {reference.qid!r} is also example {j}'s; each example may be "
+                "scored once (several answers to one question: allow duplicate qids)"
+            )
 
 
 def score_examples(

@@ -1,0 +1,165 @@
+"""The examples a run answers and the few-shot exemplars it shows, read and validated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from generation.documents import as_document_list
+from generation.io.records import iter_jsonl, read_records
+
+
+def read_rows(
+    *,
+    data_dir: str | None = None,
+    config: str | None = None,
+    dataset: str | None = None,
+    split: str = "test",
+    retrieved: str | None = None,
+    limit: int | None = None,
+) -> list[dict]:
+    """The split's rows as plain dicts, in data order, validated (give one of `data_dir`,
+    `config`, `dataset`).
+
+    Args:
+        data_dir: a folder with the release's raw files.
+        config: `sample` for the paper's worked examples.
+        dataset: a JSON/JSONL file of rows, a `save_to_disk` folder, or a Hub dataset id.
+        split: the split.
+        retrieved: `ambigdocs retrieve` output (folder or JSONL) whose `retrieved` lists join
+            the rows by qid.
+        limit: keep only the first N rows (after validation of all).
+
+    Raises:
+        ValueError: a row lacks `qid`/`question`/`documents`, a qid is not a string or integer,
+            or qids repeat (the message names the example and field); limit < 0.
+    """
+    if limit is not None and limit < 0:
+        raise ValueError(f"--limit must be >= 0, got {limit}")
+    rows = _load(data_dir, config, dataset, split)
+    validate_rows(rows)
+    if retrieved:
+        attach_retrieved(rows, retrieved, split)
+    return rows if limit is None else rows[:limit]
+
+
+def _load(data_dir, config, dataset, split) -> list[dict]:
+    if data_dir or config:
+        from ambigdocs import load_ambigdocs
+
+        if data_dir and not Path(data_dir).is_dir():
+            raise ValueError(f"--data-dir {data_dir}: not a folder")
+        ds = load_ambigdocs(split, config=config or "default", data_dir=data_dir)
+        return [dict(r) for r in ds]
+    if Path(dataset).is_file():
+        return read_records(dataset)
+    import datasets
+
+    try:
+        if Path(dataset).is_dir() and (Path(dataset) / "dataset_info.json").exists():
+            ds = datasets.load_from_disk(dataset)
+            ds = ds[split] if isinstance(ds, datasets.DatasetDict) else ds
+        else:
+            ds = datasets.load_dataset(dataset, split=split)
+    except Exception as err:  # noqa: BLE001 - datasets raises many kinds; all mean "cannot load"
+        cause = err.__cause__ or err
+        reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0][:300]
+        raise ValueError(f"--dataset {dataset}: cannot be loaded ({reason})") from None
+    return [dict(r) for r in ds]
+
+
+def validate_rows(rows: list) -> None:
+    """Raises ValueError naming the first bad example and field (see `read_rows`)."""
+    seen = set()
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise ValueError(f"example {i}: not an object")
+        for field in ("qid", "question", "documents"):
+            if row.get(field) is None:
+                raise ValueError(f"example {i}: missing field {field!r}")
+        qid = row["qid"]
+        _check_text(row, f"example {i}")
+        if isinstance(qid, bool) or not isinstance(qid, (str, int)):
+            raise ValueError(
+                f"example {i}: field 'qid' must be a string or an integer, got {type(qid).__name__}"
+            )
+        if not isinstance(row["question"], str) or not row["question"].strip():
+            raise ValueError(f"example {i} (qid={qid!r}): field 'question' is empty")
+        if qid in seen:
+            raise ValueError(f"example {i}: field 'qid' repeats qid={qid!r}")
+        seen.add(qid)
+
+
+def _check_text(row: dict, where: str) -> None:
+    """Raises ValueError when a field holds text that cannot be written as UTF-8 (a lone
+    surrogate, e.g. from a JSON `\\ud800` escape), naming the field."""
+    import json
+
+    for field, value in row.items():
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as err:
+            bad = err.object[err.start : err.end].encode("unicode_escape").decode()
+            raise ValueError(
+                f"{where} (qid={row.get('qid')!r}): field {field!r} holds {bad}, a lone "
+                "surrogate, which is not valid Unicode text"
+            ) from None
+
+
+def attach_retrieved(rows: list[dict], path: str, split: str) -> None:
+    """Adds `retrieved` (by qid) from `ambigdocs retrieve` output: a folder or a JSONL file.
+
+    Raises:
+        ValueError: the file is missing, or a line of it has no `qid`.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / f"{split}.jsonl"
+    if not path.is_file():
+        raise ValueError(f"--retrieved {path}: no such file")
+    by_qid = {}
+    for n, record in enumerate(iter_jsonl(path), 1):
+        if not isinstance(record, dict) or "qid" not in record:
+            raise ValueError(f"--retrieved {path}: line {n} has no 'qid'")
+        by_qid[str(record["qid"])] = record.get("retrieved")
+    for row in rows:
+        if str(row["qid"]) in by_qid:
+            row["retrieved"] = by_qid[str(row["qid"])]
+            _check_text({"qid": row["qid"], "retrieved": row["retrieved"]}, f"--retrieved {path}")
+
+
+def data_source(data_dir: str | None, config: str | None, dataset: str | None) -> str:
+    """A description of the input for the run's settings file."""
+    if data_dir:
+        return f"data_dir:{Path(data_dir).resolve()}"
+    if config:
+        return f"config:{config}"
+    ds = Path(dataset)
+    return f"dataset:{ds.resolve() if ds.exists() else dataset}"
+
+
+def load_exemplars(path: str) -> list[dict]:
+    """Few-shot exemplars from a JSON/JSONL file, validated; `docs` as a list of dicts.
+
+    Raises:
+        ValueError: no exemplars, or an exemplar without a string `question`/`answer` or with
+            `docs` that are not a list of documents with string `title` and `text` (the message
+            names the exemplar index and the field).
+    """
+    if not Path(path).is_file():
+        raise ValueError(f"--exemplars {path}: no such file")
+    records = read_records(path)
+    if not records:
+        raise ValueError(f"--exemplars {path}: no exemplars")
+    exemplars = []
+    for i, ex in enumerate(records):
+        where = f"--exemplars {path}: exemplar {i}"
+        if not isinstance(ex, dict):
+            raise ValueError(f"{where} is not an object")
+        for field in ("question", "answer"):
+            if not isinstance(ex.get(field), str):
+                raise ValueError(f"{where}: field {field!r} must be a string")
+        if ex.get("docs") is None:
+            raise ValueError(f"{where}: missing field 'docs'")
+        docs = as_document_list(ex["docs"], where=where, field="docs")
+        exemplars.append({**ex, "docs": docs})
+    return exemplars

@@ -1,0 +1,231 @@
+"""The options of `ambigdocs answer` (and the data options `ambigdocs retrieve` shares), as typed
+dataclasses parsed the project's one way (`generation/options.py`: `transformers.HfArgumentParser`,
+values type-checked, one-line errors).
+
+Each field is one flag (`data_dir` -> `--data-dir`, also `--data_dir`); its `help` metadata is the
+flag's help. `--args-file FILE.yaml` reads the same options from YAML (keys are field names, read
+by `generation.options.parse_mapping`); flags given on the command line win over the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Literal
+
+from generation.documents import DEFAULT_NUM_DOCS
+from generation.options import parse_argv, parse_mapping
+
+Backend = Literal["hf", "vllm", "openai"]
+Setting = Literal["gold-only", "gold-retrieved", "retrieved-only"]
+PromptFormat = Literal["chat", "plain", "authors"]
+Decoding = Literal["greedy", "authors"]
+
+
+def _help(text: str, **more) -> dict:
+    return {"metadata": {"help": text, **more}}
+
+
+@dataclass
+class DataArguments:
+    """Where the examples come from (one of `data_dir`, `config`, `dataset`) and which of them."""
+
+    data_dir: str | None = field(
+        default=None, **_help("folder with the release's raw files (test.json, ...)")
+    )
+    config: Literal["sample"] | None = field(
+        default=None, **_help("`sample`: the paper's worked examples (offline)")
+    )
+    dataset: str | None = field(
+        default=None,
+        **_help("a JSON/JSONL file of rows, a saved dataset folder, or a Hub dataset id"),
+    )
+    split: str = field(default="test", **_help("the split to answer"))
+    limit: int | None = field(default=None, **_help("answer only the first N examples"))
+
+    def check_source(self) -> None:
+        """Raises ValueError unless exactly one data source is given, and the limit is >= 0."""
+        given = [
+            f"--{n.replace('_', '-')}"
+            for n in ("data_dir", "config", "dataset")
+            if getattr(self, n)
+        ]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of --data-dir, --config, --dataset"
+                + (f" (got {', '.join(given)})" if given else "")
+            )
+        if self.limit is not None and self.limit < 0:
+            raise ValueError(f"--limit must be >= 0, got {self.limit}")
+
+
+@dataclass
+class AnswerArguments(DataArguments):
+    """Every option of `ambigdocs answer` (paper Section 5, Figures 11-12)."""
+
+    model: str | None = field(
+        default=None, **_help("local folder, Hub id, or API model name (required)")
+    )
+    output: str | None = field(default=None, **_help("the answers, JSONL (required)"))
+    backend: Backend = field(default="hf", **_help("hf (transformers), vllm, openai"))
+    setting: Setting = field(default="gold-only", **_help("the paper's document setting"))
+    retrieved: str | None = field(
+        default=None,
+        **_help(
+            "`ambigdocs retrieve` output (its folder or SPLIT.jsonl) for the retrieved settings"
+        ),
+    )
+    num_docs: int = field(default=DEFAULT_NUM_DOCS, **_help("documents shown (5)"))
+    few_shot: bool = field(default=False, **_help("few-shot prompt (Figure 12, or the authors')"))
+    exemplars: str | None = field(
+        default=None, **_help("JSON/JSONL exemplars (question, docs, answer) for few-shot")
+    )
+    seed: int = field(default=0, **_help("seeds document sampling and shuffling"))
+    batch_size: int = field(default=8, **_help("hf: prompts per generate call; see docs"))
+    max_new_tokens: int = field(default=300, **_help("the generation budget"))
+    prompt_format: PromptFormat | None = field(
+        default=None,
+        **_help(
+            "chat/plain: the paper's Figures 11-12; authors: the exact strings of the authors' "
+            "answering script (raw [INST] text for open models, their two few-shot exemplars). "
+            "Default: chat when the model has a chat template (always for openai), else plain"
+        ),
+    )
+    decoding: Decoding | None = field(
+        default=None,
+        **_help(
+            "openai: greedy (temperature 0, --max-new-tokens) or authors (no temperature and no "
+            "token limit sent: the API's defaults, as the authors' script). Default: authors with "
+            "--prompt-format authors, else greedy. Open models always decode greedily"
+        ),
+    )
+    dry_run: bool = field(
+        default=False,
+        **_help(
+            "load no model and send no request: write OUTPUT as JSONL with each example's qid, "
+            "shown docs and exact model input (prompt or messages)"
+        ),
+    )
+    overwrite: bool = field(default=False, **_help("discard an existing output and start again"))
+    export_json: str | None = field(
+        default=None, **_help("also write the authors' results JSON (a JSON list)")
+    )
+    evaluate: bool = field(default=False, **_help("score the output at the end"))
+    evaluate_dir: str | None = field(
+        default=None, **_help("where --evaluate writes (default OUTPUT_STEM.eval/)")
+    )
+    evaluate_args: str = field(
+        default="",
+        **_help('more `ambigdocs evaluate` arguments for --evaluate: --evaluate-args="--no-df1"'),
+    )
+    adapter: str | None = field(default=None, **_help("hf/vllm: a PEFT (LoRA) adapter folder"))
+    dtype: str = field(default="auto", **_help("hf/vllm: auto, float32, float16, bfloat16"))
+    base_url: str | None = field(default=None, **_help("openai: an OpenAI-compatible server"))
+    max_concurrency: int | None = field(default=None, **_help("openai: requests in flight at once"))
+    args_file: str | None = field(
+        default=None,
+        **_help("a YAML file of these options (keys: the option names); flags given here win"),
+    )
+    backend_option: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "any other back-end option (VALUE read as a YAML scalar), repeatable",
+            "aliases": ["--backend-arg"],
+            "action": "append",
+            "metavar": "KEY=VALUE",
+        },
+    )
+
+    def __post_init__(self) -> None:
+        # `action="append"` with the parser's `nargs="+"` gives one list per flag: flatten.
+        flat: list[str] = []
+        for item in self.backend_option:
+            flat.extend(item if isinstance(item, list) else [item])
+        self.backend_option = flat
+
+    def check(self) -> None:
+        """Checks what can be checked before anything is loaded.
+
+        Raises:
+            ValueError: a missing required option, a bad data source, a number out of range, or
+                an output path that cannot be written (under a file, or a folder).
+        """
+        for name in ("model", "output"):
+            if not getattr(self, name):
+                raise ValueError(f"--{name} is required")
+        self.check_source()
+        for name, low in (("batch_size", 1), ("num_docs", 1), ("max_new_tokens", 1)):
+            if getattr(self, name) < low:
+                raise ValueError(
+                    f"--{name.replace('_', '-')} must be >= {low}, got {getattr(self, name)}"
+                )
+        if self.max_concurrency is not None and self.max_concurrency < 1:
+            raise ValueError(f"--max-concurrency must be >= 1, got {self.max_concurrency}")
+        check_output_path(self.output, "--output")
+        for name in ("export_json",):
+            if getattr(self, name):
+                check_output_path(getattr(self, name), f"--{name.replace('_', '-')}")
+
+
+def check_output_path(path: str, flag: str) -> None:
+    """Raises ValueError when `path` is a folder or lies under a file (it could not be written)."""
+    target = Path(path)
+    if target.is_dir():
+        raise ValueError(f"{flag} {path}: is a folder; give a file path")
+    for parent in target.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{flag} {path}: {parent} is a file, not a folder")
+            break
+
+
+DESCRIPTION = "Answer AmbigDocs questions with a model (paper Section 5, Figures 11-12)."
+
+
+def build_parser():
+    """The `HfArgumentParser` over `AnswerArguments` (for `--help` and tests)."""
+    from transformers import HfArgumentParser
+
+    return HfArgumentParser(AnswerArguments, prog="ambigdocs answer", description=DESCRIPTION)
+
+
+def parse_answer_args(argv: list[str] | None = None) -> AnswerArguments:
+    """The options from the command line, and from `--args-file` where no flag was given.
+
+    Raises:
+        ValueError: arguments that do not parse, a value of the wrong type, or an unreadable
+            `--args-file` or one with unknown keys or values of the wrong type (names the key).
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    (args,) = parse_argv("ambigdocs answer", DESCRIPTION, [AnswerArguments], argv)
+    if not args.args_file:
+        return args
+    where = f"--args-file {args.args_file}"
+    merged = {str(k).replace("-", "_"): v for k, v in _read_yaml(args.args_file, where).items()}
+    for f in fields(AnswerArguments):  # a flag given on the command line wins over the file
+        value = getattr(args, f.name)
+        if value != _default(f) or f.name not in merged:
+            merged[f.name] = value
+    (merged_args,) = parse_mapping([AnswerArguments], merged, where)
+    return merged_args
+
+
+def _default(f: dataclasses.Field):
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
+def _read_yaml(path: str, where: str) -> dict:
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        reason = (str(err).splitlines() or [type(err).__name__])[0]
+        raise ValueError(f"{where}: cannot be read ({reason})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected a mapping of option names to values")
+    return data

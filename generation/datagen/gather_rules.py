@@ -1,0 +1,180 @@
+"""The authors' entity rules for disambiguation pages (issue 15), for both gather routes.
+
+Their `gather.py` read each page through the live API: its plain text (TextExtracts, as the
+`wikipedia-api` package returns it) and its links (`prop=links`). A link is an entity when:
+
+1. the text is cut before its first `See also`, and then everything up to and including the
+   first `refer to` is cut away ("Mercury may refer to:");
+2. the link title passes `authors_valid_title` (their `isvalid`): it starts with a letter, or
+   with a digit and has a letter somewhere (`1984 (film)` passes, `1984` does not), and is not
+   `Help:Disambiguation`;
+3. the link title's *first* occurrence in the cut text is not at position 0 and directly follows
+   a newline, i.e. the link opens a line as it is displayed (a piped link `[[Mercury
+   (planet)|Mercury]]` shows "Mercury", so its title is not found and it is no entity).
+
+Entities come in the API's link order (namespace, then title in binary order, spaces as
+underscores), not in page order; the page title itself must also pass rule 2.
+
+For a dump, `dump_plain_text` renders the wikitext as that plain text (links as displayed,
+templates and references dropped, list markers and headings as bare lines) and `dump_links`
+lists the page's own main-namespace links. What the dump cannot reproduce of the live API:
+text and links that templates produce (a `{{nowrap|[[X]]}}` entry, navigation boxes), and
+differences between the 2018 passages and whenever the API was read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+SEE_ALSO = "See also"
+REFER_TO = "refer to"
+
+
+def authors_valid_title(title: str) -> bool:
+    """The authors' `isvalid`: a letter first, or a digit first and a letter anywhere; never
+    `Help:Disambiguation`. An empty title is not valid (their code raised and skipped it)."""
+    text = title.strip()
+    if not text or text == "Help:Disambiguation":
+        return False
+    if text[0].isnumeric():
+        return any(ch.lower().isalpha() for ch in text)
+    return text[0].lower().isalpha()
+
+
+def cut_page_text(text: str) -> str:
+    """The text the authors searched: before the first `See also`, after the first `refer to`."""
+    see_also = text.find(SEE_ALSO)
+    if see_also != -1:
+        text = text[:see_also]
+    refer = text.find(REFER_TO)
+    if refer != -1:
+        text = text[refer + len(REFER_TO) :]
+    return text
+
+
+def opens_a_line(text: str, title: str) -> bool:
+    """Whether the first occurrence of `title` in `text` is after position 0 and right after a
+    newline (the authors' test, including its use of the first occurrence only)."""
+    at = text.find(title)
+    return at > 0 and text[at - 1] == "\n"
+
+
+def authors_entities(text: str, links: Iterable[str]) -> list[str]:
+    """The entities of one page by the authors' rule.
+
+    Args:
+        text: the page's plain text (whole; the cuts are made here).
+        links: the page's link titles in the order to keep (the API's).
+
+    Returns:
+        The links that pass rules 2 and 3 of the module docstring, each once, in `links` order.
+    """
+    body = cut_page_text(text)
+    out: list[str] = []
+    for link in links:
+        if link not in out and authors_valid_title(link) and opens_a_line(body, link):
+            out.append(link)
+    return out
+
+
+def api_link_order(titles: Iterable[str]) -> list[str]:
+    """Main-namespace titles in the order `prop=links` lists them: binary order of the UTF-8
+    title with underscores for spaces (MediaWiki's `pl_title`)."""
+    return sorted(set(titles), key=lambda t: t.replace(" ", "_").encode("utf-8"))
+
+
+def page_order(text: str, entities: Sequence[str]) -> list[str]:
+    """`entities` ordered by their first line-opening position in the cut text (the page order
+    option of the API route)."""
+    body = cut_page_text(text)
+    return sorted(entities, key=body.find)
+
+
+def _render(nodes) -> str:
+    """Plain text of parsed wikitext as a reader sees it (links by their shown text)."""
+    from mwparserfromhell.nodes import (
+        Comment,
+        ExternalLink,
+        Heading,
+        HTMLEntity,
+        Tag,
+        Template,
+        Text,
+        Wikilink,
+    )
+
+    out = []
+    for node in nodes:
+        if isinstance(node, Text):
+            out.append(node.value)
+        elif isinstance(node, Wikilink):
+            out.append(_link_text(node))
+        elif isinstance(node, HTMLEntity):
+            out.append(node.normalize())
+        elif isinstance(node, Heading):
+            out.append(_render(node.title.nodes).strip())
+        elif isinstance(node, ExternalLink):
+            out.append(_render(node.title.nodes) if node.title else "")
+        elif isinstance(node, Tag):
+            if str(node.tag).lower() in ("ref", "references", "gallery", "math"):
+                continue
+            if str(node.tag).lower() == "br":
+                out.append("\n")
+            elif node.contents is not None:
+                out.append(_render(node.contents.nodes))
+        elif isinstance(node, (Template, Comment)):
+            continue  # templates are not expanded offline
+    return "".join(out)
+
+
+def _link_text(link) -> str:
+    target = str(link.title).strip()
+    if target.startswith(":"):
+        # A colon link ([[:Category:X]]) is shown, and is a link; its text is the rest.
+        return _render(link.text.nodes) if link.text is not None else target[1:]
+    prefix, colon, _ = target.partition(":")
+    if colon and prefix.strip().lower() in ("category", "file", "image"):
+        return ""  # category assignments and images show no text
+    if link.text is not None:
+        return _render(link.text.nodes)
+    return target.replace("_", " ")
+
+
+def dump_plain_text(wikitext: str) -> str:
+    """The page as the API's plain text shows it: one stripped line per displayed line, list
+    markers and heading signs removed, blank lines collapsed."""
+    import mwparserfromhell
+
+    rendered = _render(mwparserfromhell.parse(wikitext).nodes)
+    lines = [line.strip() for line in rendered.split("\n")]
+    out: list[str] = []
+    for line in lines:
+        if line or (out and out[-1]):
+            out.append(line)
+    return "\n".join(out).strip()
+
+
+def dump_links(wikitext: str, blocked_prefixes: Iterable[str]) -> list[str]:
+    """The page's own links into the main namespace (normalised titles, section part dropped;
+    no links into other namespaces or other wikis), as `prop=links` would list them from the
+    page's wikitext, in API order."""
+    import mwparserfromhell
+
+    from generation.datagen.gather import normalize_title
+
+    blocked = {p.lower() for p in blocked_prefixes}
+    titles = []
+    for link in mwparserfromhell.parse(wikitext).filter_wikilinks(recursive=True):
+        target = str(link.title).strip().split("#", 1)[0].strip()
+        if not target or target.startswith(":"):
+            continue
+        prefix, colon, _ = target.partition(":")
+        if colon and prefix.strip().lower() in blocked:
+            continue
+        titles.append(normalize_title(target))
+    return api_link_order(titles)
+
+
+def authors_dump_entities(wikitext: str, blocked_prefixes: Iterable[str]) -> list[str]:
+    """The authors' entities of a page read from a dump (see the module docstring)."""
+    return authors_entities(dump_plain_text(wikitext), dump_links(wikitext, blocked_prefixes))

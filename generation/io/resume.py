@@ -1,0 +1,207 @@
+"""Resuming long jobs: one rule for every resumable command.
+
+A long job (answering, retrieval, each data-creation stage) keeps its finished work on disk as it
+goes, so that a crash loses at most the batch in flight. Running the same command again continues
+from there, but only when the work on disk was made with the same settings: otherwise the output
+would mix two runs. The rule, everywhere:
+
+- the settings that decide the results (model, prompt, thresholds, seeds, ...) and fingerprints of
+  the inputs (file contents, data rows, model files) are saved beside the work;
+- a rerun with other settings, or on inputs that changed since, is **refused**, and the message
+  names every setting that differs;
+- `--overwrite` discards the old work and starts again.
+
+`check_settings` is the rule; `open_work` / `finish_work` wrap it for the commands whose work file
+sits beside their output (`<output>.partial.jsonl`, settings in `<output>.partial.settings.json`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from generation.io.records import ResumableJsonl, atomic_write_json
+
+# Files up to this size are fingerprinted by content (SHA-256); larger ones (the 13 GB passage
+# file) by size and modification time, which is what a rewrite changes in practice.
+DIGEST_MAX_BYTES = 256 * 2**20
+# Files of a model folder read in full; the (large) weights are fingerprinted by size and time.
+MODEL_METADATA_SUFFIXES = (".json", ".txt", ".model", ".py")
+
+
+class ResumeRefused(ValueError):
+    """Work on disk was made with other settings (or on other inputs) than this run's."""
+
+
+def sha256_file(path: str | os.PathLike, chunk: int = 2**20) -> str:
+    """The hex SHA-256 of a file's contents, read in chunks."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as f:
+        while block := f.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def file_fingerprint(path: str | os.PathLike) -> str:
+    """What tells one version of a file from another: its content digest, or size and mtime.
+
+    Folders (a local model) get the digest of their small metadata files and the size and mtime
+    of everything else, so that replaced weights at the same path are noticed.
+    """
+    path = Path(path)
+    if path.is_dir():
+        parts = []
+        for child in sorted(p for p in path.rglob("*") if p.is_file()):
+            parts.append(
+                f"{child.relative_to(path)}={_one_file_fingerprint(child, small_only=True)}"
+            )
+        return "dir-sha256:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    return _one_file_fingerprint(path)
+
+
+def _one_file_fingerprint(path: Path, small_only: bool = False) -> str:
+    stat = path.stat()
+    readable = path.suffix in MODEL_METADATA_SUFFIXES if small_only else True
+    if readable and stat.st_size <= DIGEST_MAX_BYTES:
+        return "sha256:" + sha256_file(path)
+    return f"size:{stat.st_size},mtime_ns:{stat.st_mtime_ns}"
+
+
+def records_digest(records: Iterable[Any]) -> str:
+    """A digest of JSON-serialisable records (e.g. the data rows a run answers), order included."""
+    digest = hashlib.sha256()
+    for record in records:
+        digest.update(json.dumps(record, sort_keys=True, ensure_ascii=False, default=str).encode())
+        digest.update(b"\n")
+    return "sha256:" + digest.hexdigest()
+
+
+def settings_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """One `name: saved -> now` line per setting that differs (missing counts as None)."""
+    keys = sorted(set(saved) | set(current))
+    return [
+        f"{key}: {saved.get(key)!r} -> {current.get(key)!r}"
+        for key in keys
+        if saved.get(key) != current.get(key)
+    ]
+
+
+def normalise(settings: Mapping[str, Any]) -> dict:
+    """Settings as JSON round-trips them (tuples become lists), so that saved == current compares."""
+    return json.loads(json.dumps(dict(settings), default=str))
+
+
+def check_settings(
+    settings_file: str | os.PathLike,
+    settings: Mapping[str, Any],
+    *,
+    has_work: bool,
+    what: str,
+    defaults: Mapping[str, Any] | None = None,
+) -> bool:
+    """Decides whether existing work may be resumed, and records this run's settings.
+
+    Args:
+        settings_file: where the settings of the work are kept.
+        settings: this run's settings (JSON-serialisable), input fingerprints included.
+        has_work: whether finished work exists (an output, shards, a work file).
+        what: the work, as the message names it (usually the output path).
+        defaults: values of settings that older work files did not record.
+
+    Returns:
+        True when there is work to resume; False when the job starts from nothing.
+
+    Raises:
+        ResumeRefused: work exists and its settings are missing or differ; the message names
+            each differing setting and the `--overwrite` flag.
+    """
+    settings_file, settings = Path(settings_file), normalise(settings)
+    if has_work:
+        if not settings_file.exists():
+            raise ResumeRefused(
+                f"{what} exists but records no settings ({settings_file.name} is missing), so "
+                "it cannot be resumed safely; pass --overwrite to start again"
+            )
+        saved = {**(defaults or {}), **json.loads(settings_file.read_text(encoding="utf-8"))}
+        changed = settings_differences(saved, settings)
+        if changed:
+            raise ResumeRefused(
+                f"{what} was made with other settings or inputs ({'; '.join(changed)}); rerun "
+                "with the old ones to resume it, or pass --overwrite to start again"
+            )
+    atomic_write_json(settings_file, settings)
+    return has_work
+
+
+# --- work files beside an output -------------------------------------------------------------
+
+
+def partial_path(output: str | os.PathLike) -> Path:
+    """Where a job keeps its finished batches until it writes `output`."""
+    return Path(f"{output}.partial.jsonl")
+
+
+def _settings_path(output: str | os.PathLike) -> Path:
+    return Path(f"{output}.partial.settings.json")
+
+
+def open_work(
+    output: str | os.PathLike,
+    key: Callable[[dict], Any],
+    settings: Mapping[str, Any],
+    *,
+    overwrite: bool = False,
+    inputs: Sequence[str | os.PathLike] = (),
+) -> ResumableJsonl:
+    """Opens (or creates) the work file of the job that writes `output`.
+
+    Args:
+        output: the job's output file.
+        key: the record key (e.g. the surface name).
+        settings: JSON-serialisable settings that decide the results (model, prompt, ...).
+        overwrite: discard an existing work file instead of resuming it.
+        inputs: the files the results are computed from; their fingerprints join the settings.
+
+    Returns:
+        The `ResumableJsonl`; its `done` holds the finished keys.
+
+    Raises:
+        ResumeRefused: a work file from a run with other settings or inputs exists.
+    """
+    work = partial_path(output)
+    if overwrite:
+        discard_work(output)
+    if work.exists() and not work.stat().st_size:
+        work.unlink()  # an interrupted run that finished nothing: nothing to resume or protect
+    fingerprints = {f"input {p}": file_fingerprint(p) for p in inputs}
+    check_settings(
+        _settings_path(output), {**settings, **fingerprints}, has_work=work.exists(), what=str(work)
+    )
+    return ResumableJsonl(work, key=key)
+
+
+def discard_work(output: str | os.PathLike) -> None:
+    """Deletes a work file (and its settings) that will not be resumed."""
+    partial_path(output).unlink(missing_ok=True)
+    _settings_path(output).unlink(missing_ok=True)
+
+
+def finish_work(output: str | os.PathLike, work: ResumableJsonl) -> None:
+    """Closes and deletes the work file once `output` has been written."""
+    work.close()
+    discard_work(output)
+
+
+def chunks(items: list, size: int) -> list[list]:
+    """`items` cut into consecutive lists of `size` (the last may be shorter).
+
+    Raises:
+        ValueError: size < 1.
+    """
+    if size < 1:
+        raise ValueError(f"chunk size must be >= 1, got {size}")
+    return [items[i : i + size] for i in range(0, len(items), size)]

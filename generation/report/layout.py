@@ -1,0 +1,32 @@
+"""What the evaluation report shows, in which order and under which names (one home for the
+table, the files and the HTML page)."""
+
+from __future__ import annotations
+
+# The paper's Table 2: (summary key, row label, format).
+TABLE_ROWS = [
+    ("answer_length", "Answer Length (|y|)", "{:.1f}"),
+    ("answer_recall", "Answer Recall", "{:.3f}"),
+    ("entity_recall", "Entity Recall", "{:.3f}"),
+    ("entity_answer_recall", "Entity-Answer Recall", "{:.3f}"),
+    ("disambig_f1", "Disambig-F1", "{:.3f}"),
+    ("k_precision", "K-Precision", "{:.3f}"),
+]
+CATEGORY_NAMES = {
+    "complete": "Complete",
+    "partial": "Partial",
+    "no_answer": "No Answer",
+    "ambiguous": "Ambiguous",
+    "merged": "Merged",
+}
+CATEGORY_COLOURS = {
+    "complete": "#4c9a2a",
+    "partial": "#a4c639",
+    "no_answer": "#bbbbbb",
+    "ambiguous": "#f4a261",
+    "merged": "#e76f51",
+}
+# The per-example scores (each a mean in summary.json), in table order.
+SCORE_KEYS = tuple(key for key, _, _ in TABLE_ROWS)
+SCORE_LABELS = {key: label for key, label, _ in TABLE_ROWS}
+SCORE_FORMATS = {key: fmt for key, _, fmt in TABLE_ROWS}

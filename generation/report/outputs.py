@@ -1,0 +1,102 @@
+"""The report steps of `ambigdocs evaluate` after scoring: intervals, slices and provenance in
+each summary; then the tables, the paired comparison and `report.html`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from generation.io.records import atomic_write_json, atomic_write_text
+from generation.report.bootstrap import LEVEL, bootstrap_ci, summary_keys
+from generation.report.provenance import answer_run_settings, build_provenance
+from generation.report.slices import compute_slices
+from generation.report.tables import write_tables
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """The command-line options the report steps read."""
+
+    score_documents: str = "first5"
+    bootstrap: int = 1000
+    seed: int = 0
+    table_ci: bool = False
+    html: bool = False
+
+    def bootstrap_settings(self) -> dict:
+        return {
+            "resamples": self.bootstrap,
+            "seed": self.seed,
+            "level": LEVEL,
+            "method": "percentile bootstrap over examples",
+        }
+
+
+def annotate_summary(
+    summary: dict,
+    rows: list[dict],
+    records: list[dict],
+    results: Path,
+    qa_model: dict,
+    options: ReportOptions,
+) -> dict:
+    """Adds `ci95`, `slices` and `provenance` to one file's summary (in place) and returns it.
+
+    Raises:
+        ValueError: a malformed meta file beside the results file.
+    """
+    answer_run = answer_run_settings(results)
+    summary["ci95"] = bootstrap_ci(records, summary_keys(summary), options.bootstrap, options.seed)
+    run_setting = answer_run.get("setting") if answer_run else None
+    summary["slices"] = compute_slices(rows, records, run_setting)
+    summary["provenance"] = build_provenance(
+        results, options.score_documents, qa_model, options.bootstrap_settings(), answer_run
+    )
+    return summary
+
+
+def write_report_files(
+    out_dir: Path,
+    columns: dict[str, dict],
+    systems: dict[str, tuple[list[dict], list[dict]]],
+    options: ReportOptions,
+) -> list[Path]:
+    """Writes the tables, the comparison (two or more files) and, if asked, report.html.
+
+    Args:
+        out_dir: the output folder.
+        columns: {name: summary} (annotated).
+        systems: {name: (rows, per-example records)}.
+        options: the report options.
+
+    Returns:
+        The paths written.
+
+    Raises:
+        ValueError: the files cannot be compared (missing or repeated qids).
+    """
+    paths = write_tables(columns, out_dir, options.table_ci)
+    comparison = None
+    if len(systems) > 1:
+        from generation.report.compare import compare_files, format_comparison_markdown
+
+        records = {name: recs for name, (_, recs) in systems.items()}
+        comparison = compare_files(records, options.bootstrap, options.seed)
+        atomic_write_json(out_dir / "comparison.json", comparison)
+        atomic_write_text(out_dir / "comparison.md", format_comparison_markdown(comparison))
+        paths += [out_dir / "comparison.json", out_dir / "comparison.md"]
+    if options.html:
+        from generation.report.html import write_report
+
+        paths.append(
+            write_report(
+                out_dir / "report.html",
+                columns=columns,
+                systems=systems,
+                comparison=comparison,
+                slices={n: s["slices"] for n, s in columns.items()},
+                provenance={n: s["provenance"] for n, s in columns.items()},
+                score_documents=options.score_documents,
+            )
+        )
+    return paths

@@ -1,0 +1,126 @@
+"""How a `summary.json` was made: the `provenance` record written beside the scores."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from importlib import metadata
+from pathlib import Path
+
+import generation
+
+# Libraries whose versions can change a number in the report.
+LIBRARIES = ("numpy", "orjson", "torch", "transformers", "tokenizers", "matplotlib")
+_BLOCK = 1 << 20
+
+
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file, read in blocks (results files can be large)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def folder_sha256(path: Path) -> str:
+    """One SHA-256 over every file of a folder: relative paths and contents, in sorted order."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(str(file.relative_to(path)).encode() + b"\0")
+        digest.update(file_sha256(file).encode())
+    return digest.hexdigest()
+
+
+def library_versions() -> dict[str, str]:
+    """Python's version and those of the installed `LIBRARIES` (read without importing them)."""
+    out = {"python": platform.python_version()}
+    for name in LIBRARIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def qa_model_record(name: str, qa, absent_reason: str | None) -> dict:
+    """The QA model behind Disambig-F1: its name and revision (Hub) or digest (local folder),
+    or why Disambig-F1 is absent."""
+    if qa is None:
+        return {"name": name, "used": False, "reason": absent_reason or "not loaded"}
+    record = {"name": name, "used": True}
+    if Path(name).is_dir():
+        record["local_sha256"] = folder_sha256(Path(name))
+    else:
+        record["revision"] = hub_revision(name) or "unknown"
+    return record
+
+
+def hub_revision(repo_id: str, cache_dir: str | Path | None = None) -> str | None:
+    """The commit of a Hub model in the local cache (what `from_pretrained` loaded), or None.
+
+    transformers 5 no longer keeps the commit on the config; the cache names each snapshot
+    folder after its commit, and `refs/main` points to the one loaded by default.
+    """
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    try:
+        path = try_to_load_from_cache(repo_id, "config.json", cache_dir=cache_dir)
+    except ValueError:  # not a valid repo id
+        return None
+    if not isinstance(path, str):
+        return None
+    snapshot = Path(path).parent
+    return snapshot.name if snapshot.parent.name == "snapshots" else None
+
+
+def answer_run_settings(results: Path) -> dict | None:
+    """The run settings `ambigdocs answer` recorded beside its output, or None if there are none.
+
+    Raises:
+        ValueError: the meta file exists but is not a JSON object.
+    """
+    from generation.answering.answer import meta_path
+
+    path = meta_path(results)
+    if not path.is_file():
+        return None
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    return meta
+
+
+def build_provenance(
+    results: Path,
+    score_documents: str,
+    qa_model: dict,
+    bootstrap: dict,
+    answer_run: dict | None,
+) -> dict:
+    """The `provenance` of one results file's summary.
+
+    Args:
+        results: the results file scored.
+        score_documents: the gold documents scored (`--score-documents`).
+        qa_model: `qa_model_record`'s record.
+        bootstrap: {"resamples", "seed", "level", "method"}.
+        answer_run: `answer_run_settings(results)`.
+    """
+    return {
+        "toolkit_version": generation.__version__,
+        "input": {"path": str(Path(results).resolve()), "sha256": file_sha256(results)},
+        "score_documents": score_documents,
+        "qa_model": qa_model,
+        "bootstrap": bootstrap,
+        "libraries": library_versions(),
+        "answer_run": answer_run
+        if answer_run is not None
+        else {"recorded": False, "reason": "no ambigdocs-answer meta file beside the input"},
+    }

@@ -1,0 +1,158 @@
+"""The paper's Table 2 as files: `table.md`, `table.csv` and `table.tex` (booktabs).
+
+One column per results file; rows are the scores, then the answer-category fractions. With
+intervals (`--table-ci`), each cell also gives its 95% bootstrap interval from `ci95`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from generation.io.records import atomic_write_text
+from generation.report.layout import CATEGORY_NAMES, TABLE_ROWS
+from metric.ambigdocs_metric.scoring import CATEGORIES
+
+CATEGORY_HEADER = "Answer category"
+_TEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+
+def table_rows(columns: dict[str, dict]) -> list[tuple[str, str, str, bool]]:
+    """(key, label, format, is_category) for every row some column has, in Table 2's order."""
+    rows = [(k, label, fmt, False) for k, label, fmt in TABLE_ROWS if _any(columns, k)]
+    rows += [(k, CATEGORY_NAMES[k], "{:.3f}", True) for k in CATEGORIES if _any(columns, k)]
+    return rows
+
+
+def _any(columns: dict[str, dict], key: str) -> bool:
+    return any(key in s for s in columns.values())
+
+
+def _interval(summary: dict, key: str) -> list | None:
+    ci = summary.get("ci95", {}).get(key)
+    return ci if ci and ci[0] is not None else None
+
+
+def _cell(summary: dict, key: str, fmt: str, with_ci: bool) -> str:
+    if key not in summary:
+        return "-"
+    text = fmt.format(summary[key])
+    ci = _interval(summary, key) if with_ci else None
+    return text if ci is None else f"{text} [{fmt.format(ci[0])}, {fmt.format(ci[1])}]"
+
+
+def format_markdown(columns: dict[str, dict], with_ci: bool = False) -> str:
+    """Table 2 as a Markdown table."""
+    names = list(columns)
+    head = " | ".join(_md_escape(n) for n in names)
+    lines = [f"| | {head} |", "|---|" + "---:|" * len(names)]
+    in_categories = False
+    for key, label, fmt, is_category in table_rows(columns):
+        if is_category and not in_categories:
+            lines.append(f"| *{CATEGORY_HEADER}* |" + " |" * len(names))
+            in_categories = True
+        name = f"&nbsp;&nbsp;{label}" if is_category else _md_escape(label)
+        cells = [_cell(columns[n], key, fmt, with_ci) for n in names]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _md_escape(text: str) -> str:
+    # A bare "|" would split the cell (the answer length's label is "(|y|)").
+    return text.replace("|", "\\|")
+
+
+def format_csv(columns: dict[str, dict], with_ci: bool = False) -> str:
+    """Table 2 as CSV: one row per score, full-precision numbers; with intervals, two more
+    columns per file (`NAME ci95 low`, `NAME ci95 high`)."""
+    names = list(columns)
+    header = ["metric"]
+    for n in names:
+        header += [n, f"{n} ci95 low", f"{n} ci95 high"] if with_ci else [n]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    for key, label, _, is_category in table_rows(columns):
+        row = [f"{CATEGORY_HEADER}: {label}" if is_category else label]
+        for n in names:
+            s = columns[n]
+            row.append(_plain(s.get(key)))
+            if with_ci:
+                ci = _interval(s, key) or [None, None]
+                row += [_plain(ci[0]), _plain(ci[1])]
+        writer.writerow(row)
+    return buffer.getvalue()
+
+
+def _plain(x) -> str:
+    return "" if x is None else f"{x:.6g}" if isinstance(x, float) else str(x)
+
+
+def tex_escape(text: str) -> str:
+    """Text safe inside a LaTeX table cell."""
+    return "".join(_TEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def format_latex(columns: dict[str, dict], with_ci: bool = False) -> str:
+    """Table 2 as a booktabs `tabular` (needs `\\usepackage{booktabs}`)."""
+    names = list(columns)
+    lines = [
+        r"\begin{tabular}{l" + "r" * len(names) + "}",
+        r"\toprule",
+        " & " + " & ".join(tex_escape(n) for n in names) + r" \\",
+        r"\midrule",
+    ]
+    in_categories = False
+    for key, label, fmt, is_category in table_rows(columns):
+        if is_category and not in_categories:
+            lines += [
+                r"\midrule",
+                rf"\multicolumn{{{len(names) + 1}}}{{l}}{{\textit{{{CATEGORY_HEADER}}}}} \\",
+            ]
+            in_categories = True
+        name = r"\quad " + tex_escape(label) if is_category else _tex_label(label)
+        cells = [_tex_cell(columns[n], key, fmt, with_ci) for n in names]
+        lines.append(f"{name} & " + " & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def _tex_label(label: str) -> str:
+    # The only maths in a label: the answer length's |y|.
+    return tex_escape(label).replace("(|y|)", r"($|y|$)")
+
+
+def _tex_cell(summary: dict, key: str, fmt: str, with_ci: bool) -> str:
+    if key not in summary:
+        return "--"
+    text = fmt.format(summary[key])
+    ci = _interval(summary, key) if with_ci else None
+    if ci is None:
+        return text
+    return rf"{text} {{\scriptsize[{fmt.format(ci[0])}, {fmt.format(ci[1])}]}}"
+
+
+def write_tables(columns: dict[str, dict], out_dir: Path, with_ci: bool = False) -> list[Path]:
+    """Writes table.md, table.csv and table.tex into `out_dir`; returns their paths."""
+    paths = []
+    for name, text in (
+        ("table.md", format_markdown(columns, with_ci)),
+        ("table.csv", format_csv(columns, with_ci)),
+        ("table.tex", format_latex(columns, with_ci)),
+    ):
+        path = Path(out_dir) / name
+        atomic_write_text(path, text)
+        paths.append(path)
+    return paths
