@@ -40,7 +40,14 @@ from generation.io.passages import write_passages_tsv  # noqa: E402
 
 WIKIPEDIA = 21_015_324  # passages in psgs_w100.tsv
 GTR_DIM = 768
-DEFAULT_INDEXES = ["Flat", "SQfp16", "IVF1024,Flat", "IVF1024,SQ8", "IVF1024,PQ48x4fs"]
+DEFAULT_INDEXES = [
+    "Flat",
+    "SQfp16",
+    "IVF1024,Flat",
+    "IVF1024,SQ8",
+    "IVF1024,PQ48x4fs",
+    "IVF1024,PQ48x4fs,Refine(SQfp16)",
+]
 
 
 def synthetic_passages(n: int, vocab: list[str], seed: int = 0) -> list[tuple[str, str, str]]:
@@ -94,7 +101,10 @@ def bench_index(spec, vectors, queries, exact, args, folder: Path) -> dict:
     start = time.perf_counter()
     index = faiss_index.build(spec, [vectors], train_size=args.train_size, progress=False)
     build_s = time.perf_counter() - start
-    faiss_index.set_search_parameters(index, args.search_params.get(spec.split(",")[0][:3]))
+    params = [f"nprobe={args.nprobe}"] if spec.startswith(("IVF", "OPQ")) else []
+    params += [f"efSearch={args.ef_search}"] if "HNSW" in spec else []
+    params += [f"k_factor_rf={args.k_factor}"] if "Refine" in spec or "RFlat" in spec else []
+    faiss_index.set_search_parameters(index, ",".join(params))
     path = folder / "x.faiss"
     faiss_index.write(index, path)
     size = path.stat().st_size
@@ -126,8 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--train-size", type=int, default=40000)
     ap.add_argument("--nprobe", type=int, default=32, help="IVF lists searched")
     ap.add_argument("--ef-search", type=int, default=64, help="HNSW search breadth")
+    ap.add_argument("--k-factor", type=int, default=8, help="candidates re-ranked per hit (Refine)")
     args = ap.parse_args(argv)
-    args.search_params = {"IVF": f"nprobe={args.nprobe}", "HNS": f"efSearch={args.ef_search}"}
 
     if args.encode:
         rate, cpu_rate = bench_encode(args.encode, args.batch_size)
@@ -141,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     vectors = vectors[: args.vectors]
     print(f"index: {args.vectors} synthetic vectors, dim {args.dim}, {args.queries} queries, "
-          f"train sample {args.train_size}, nprobe {args.nprobe}, efSearch {args.ef_search}")  # fmt: skip
+          f"train sample {args.train_size}, nprobe {args.nprobe}, efSearch {args.ef_search}, "
+          f"k_factor_rf {args.k_factor}")  # fmt: skip
     scale = WIKIPEDIA / args.vectors * GTR_DIM / args.dim
     print(f"{'index':<20} {'build s':>8} {'MB':>8} {'ms/q batch':>10} {'ms/q single':>11} "
           f"{'recall@5':>8} {'GB @21M x768':>13}")  # fmt: skip

@@ -10,9 +10,11 @@ the same index. Each finished shard is saved atomically as three files, the meta
     shard-00012.offsets.npy   int64 byte offset of each passage's row in the passage file
     shard-00012.json          the settings it was made with, and n
 
-A rerun skips shards whose metadata matches its settings (passage file path, size and mtime,
-model, passage format, shard size), so a killed run loses at most the shards in progress; a
-shard made with other settings is refused unless `overwrite` (which encodes everything again).
+A rerun skips shards whose metadata matches its settings (passage file and its fingerprint,
+model and the fingerprint of a local model folder, passage format, shard size), so a killed run
+loses at most the shards in progress; a shard made with other settings is refused, naming the
+differences, unless `overwrite` (which encodes everything again): the project's resume rule
+(generation/io/resume.py), kept per shard because several processes write shards at once.
 
 Import: precomputed embeddings (e.g. the GTR Wikipedia embeddings the authors used, from ALCE)
 are read from `.npy` files with `np.load(allow_pickle=False)`: nothing is ever unpickled.
@@ -29,15 +31,20 @@ import numpy as np
 
 from generation.io.passages import iter_passage_rows
 from generation.io.records import atomic_write_json, atomic_write_npy
+from generation.io.resume import (
+    ResumeRefused,
+    file_fingerprint,
+    normalise,
+    settings_differences,
+)
 
 PASSAGE_FORMAT = "{title} {text}"  # what the encoder reads (the authors' retrieval format)
 
 
 def passages_identity(path: str | os.PathLike) -> dict:
-    """What identifies the passage file for reuse: its absolute path, size and mtime."""
-    path = Path(path)
-    stat = path.stat()
-    return {"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    """What identifies an input file for reuse: its absolute path and the project's fingerprint
+    (content digest up to 256 MB, size and mtime beyond; generation/io/resume.py)."""
+    return {"path": str(Path(path).resolve()), "fingerprint": file_fingerprint(path)}
 
 
 class ShardStore:
@@ -54,16 +61,17 @@ class ShardStore:
 
     def __init__(self, folder: str | os.PathLike, settings: dict, overwrite: bool = False):
         self.folder = Path(folder)
-        self.settings = settings
+        self.settings = normalise(settings)  # as JSON gives it back, so that == compares
         self.overwrite = overwrite
         for meta in sorted(self.folder.glob("shard-*.json")):
             made_with = json.loads(meta.read_text(encoding="utf-8")).get("settings")
-            if made_with == settings:
+            if made_with == self.settings:
                 continue
             if not overwrite:
-                raise ValueError(
-                    f"{meta} was made with other settings ({made_with}, now {settings}); "
-                    f"pass --overwrite to encode again, or use another --output"
+                changed = "; ".join(settings_differences(made_with or {}, self.settings))
+                raise ResumeRefused(
+                    f"{meta} was made with other settings or inputs ({changed}); rerun with the "
+                    f"old ones to resume it, or pass --overwrite to start again"
                 )
             # Only the marker goes: with several processes another may be writing that shard's
             # arrays for the new settings right now; its arrays are rewritten anyway.
@@ -173,11 +181,13 @@ def encode_shards(
         vectors.clear()
         offsets.clear()
 
-    count = 0
+    count, skip = 0, {}
     for i, (offset, _pid, text, title) in enumerate(iter_passage_rows(passages, progress=progress)):
         count = i + 1
         k = i // shard_size
-        if k % world_size != rank or store.is_done(k):
+        if k not in skip:  # decided once per shard: another process's, or finished before
+            skip[k] = k % world_size != rank or store.is_done(k)
+        if skip[k]:
             continue
         if k != current:
             finish(current)

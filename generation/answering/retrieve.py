@@ -41,6 +41,7 @@ from generation.answering.encode import (
 )
 from generation.io.passages import read_passage_at
 from generation.io.records import atomic_write_json, atomic_write_jsonl, atomic_write_npy
+from generation.io.resume import file_fingerprint
 
 DEFAULT_MODEL = "sentence-transformers/gtr-t5-xxl"  # the paper's GTR
 # Processes wait for each other after encoding: the slowest may finish hours after the fastest.
@@ -230,6 +231,7 @@ def index_from_passages(args: RetrieveArguments, state, encode):
     settings = {
         "passages": passages_identity(args.passages),
         "model": args.model,
+        "model_files": file_fingerprint(args.model) if Path(args.model).exists() else None,
         "passage_format": PASSAGE_FORMAT,
         "shard_size": args.shard_size,
     }
