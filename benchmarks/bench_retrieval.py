@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
           f"train sample {args.train_size}, nprobe {args.nprobe}, efSearch {args.ef_search}, "
           f"k_factor_rf {args.k_factor}")  # fmt: skip
     scale = WIKIPEDIA / args.vectors * GTR_DIM / args.dim
-    print(f"{'index':<20} {'build s':>8} {'MB':>8} {'ms/q batch':>10} {'ms/q single':>11} "
+    print(f"{'index':<32} {'build s':>8} {'MB':>8} {'ms/q batch':>10} {'ms/q single':>11} "
           f"{'recall@5':>8} {'GB @21M x768':>13}")  # fmt: skip
     exact = None
     with tempfile.TemporaryDirectory() as tmp:
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             r = bench_index(spec, vectors, queries, exact, args, Path(tmp))
             exact = r["found"] if exact is None else exact
             # Codes scale with the width for Flat/SQ; PQ codes do not (a rough upper bound).
-            print(f"{spec:<20} {r['build_s']:8.1f} {r['bytes'] / 1e6:8.0f} {r['batch_ms']:10.3f} "
+            print(f"{spec:<32} {r['build_s']:8.1f} {r['bytes'] / 1e6:8.0f} {r['batch_ms']:10.3f} "
                   f"{r['single_ms']:11.3f} {r['recall']:8.3f} {r['bytes'] * scale / 1e9:13.1f}")  # fmt: skip
     return 0
 
