@@ -31,7 +31,6 @@ import argparse
 import csv
 import io
 import json
-import os
 import random
 import subprocess
 import sys
@@ -184,18 +183,32 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if same else 1
 
 
+# Runs the command and reports the process's own peak memory: VmHWM belongs to the address space
+# made by exec (ru_maxrss would also count the forked copy of this benchmark's memory).
+_CHILD = (
+    "import sys\n"
+    "from generation.cli import main\n"
+    "rc = main(sys.argv[1:])\n"
+    "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
+    "print('VmHWM', hwm, file=sys.stderr)\n"
+    "sys.exit(rc)\n"
+)
+
+
 def _run_stage(tsv: Path, map_path: Path, out: Path, num_proc: int) -> tuple[float, float]:
     """`ambigdocs build seed` in a fresh process: (wall seconds, peak resident memory in MB)."""
-    cmd = [sys.executable, "-m", "generation.cli", "build", "seed", "--passages", str(tsv),
+    cmd = [sys.executable, "-c", _CHILD, "build", "seed", "--passages", str(tsv),
            "--disambiguation", str(map_path), "--output", str(out), "--num-proc", str(num_proc),
            "--no-progress"]  # fmt: skip
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
+    res = subprocess.run(
+        cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"ambigdocs build seed failed on {tsv}")
-    return wall, usage.ru_maxrss / 1024  # KiB on Linux
+    if res.returncode != 0:
+        raise SystemExit(f"ambigdocs build seed failed on {tsv}: {res.stderr[-2000:]}")
+    kib = int(res.stderr.rsplit("VmHWM", 1)[1].split()[0])
+    return wall, kib / 1024
 
 
 def streaming_check(rows, mapping, num_proc: int) -> int:
