@@ -21,6 +21,7 @@ Wikipedia) is streamed, never loaded whole. Three steps, each resumable:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -179,8 +180,6 @@ class SavedIndex:
         meta = self.folder / "index.json"
         if overwrite or not meta.exists():
             return False
-        import json
-
         saved = json.loads(meta.read_text(encoding="utf-8"))["identity"]
         if saved["source"] != self.identity["source"]:
             raise ValueError(
