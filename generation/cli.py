@@ -61,7 +61,32 @@ def dispatch(prog: str, table: dict[str, tuple[str | dict, str]], argv: list[str
     target = table[command][0]
     if isinstance(target, dict):
         return dispatch(f"{prog} {command}", target, rest)
-    return int(importlib.import_module(target).main(rest) or 0)
+    try:
+        return int(importlib.import_module(target).main(rest) or 0)
+    except Exception as err:
+        return _hub_unreachable(f"{prog} {command}", err)
+
+
+def _hub_unreachable(prog: str, err: Exception) -> int:
+    """One line and status 2 when a command failed because the Hub could not be reached.
+
+    Any command may load a model or a file from the Hub; offline (`HF_HUB_OFFLINE=1`) or with
+    no network, the libraries fail with a long chain of exceptions. Anything else is raised
+    again.
+    """
+    from metric.ambigdocs_metric.hub_errors import hub_unreachable, root_cause
+
+    if not hub_unreachable(err):
+        raise err
+    from huggingface_hub import constants
+
+    detail = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else root_cause(err)
+    print(
+        f"{prog}: cannot reach the Hugging Face Hub at {constants.ENDPOINT} ({detail}), and "
+        "what it needs is not in the local cache; give a local path or download it first",
+        file=sys.stderr,
+    )
+    return 2
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -95,7 +95,10 @@ def parse_mapping(option_types: Sequence[type], values: Mapping[str, Any], where
         ]
         if missing:
             raise ValueError(f"{where}: missing required option(s) {missing}")
-        options = option_type(**{k: v for k, v in values.items() if k in names})
+        try:
+            options = option_type(**{k: v for k, v in values.items() if k in names})
+        except ValueError as err:  # a `__post_init__` check
+            raise ValueError(f"{where}: {err}") from None
         check_types(options, where)
         parsed.append(options)
     return tuple(parsed)
@@ -116,6 +119,19 @@ def check_types(options: Any, where: str = "") -> None:
             raise ValueError(
                 f"{prefix}option {f.name!r}: {value!r} is not {_describe(hints[f.name])}"
             )
+
+
+def check_at_least(options: Any, minimum: int, *names: str) -> None:
+    """For a dataclass's `__post_init__`: each named int field is at least `minimum` (other
+    types are left to `check_types`).
+
+    Raises:
+        ValueError: names the option and the value.
+    """
+    for name in names:
+        value = getattr(options, name)
+        if isinstance(value, int) and not isinstance(value, bool) and value < minimum:
+            raise ValueError(f"option {name!r} must be >= {minimum}, got {value}")
 
 
 def _matches(value: Any, hint: Any) -> bool:

@@ -103,7 +103,7 @@ def test_rule_threshold_entailment_lowest_score(tmp_path):
     )
     checker = ScriptedChecker(lambda it: it.answer != "State1")
     out_path = tmp_path / "expanded.jsonl"
-    stats = expand.run(
+    stats = expand.expand_answers(
         src, out_path, backend, passages=tmp_path / "psgs.tsv", disambiguation=tmp_path / "map.json",
         checker=checker, show_progress=False, max_passages=20, drop_last_passage=True,
     )  # fmt: skip
@@ -147,7 +147,7 @@ def test_default_tries_every_passage_of_every_other_entity(tmp_path):
     src, _ = make_world(tmp_path)
     backend = ScriptedBackend(reply=lambda p: "State0", score=lambda p: 0.1)
     out_path = tmp_path / "expanded.jsonl"
-    expand.run(
+    expand.expand_answers(
         src, out_path, backend, passages=tmp_path / "psgs.tsv", disambiguation=tmp_path / "map.json",
         checker=None, show_progress=False,
     )  # fmt: skip
@@ -164,10 +164,10 @@ def test_threshold_is_strict_and_configurable(tmp_path):
     backend = ScriptedBackend(reply=lambda p: "Ohio", score=lambda p: 0.2)
     kwargs = dict(passages=tmp_path / "psgs.tsv", disambiguation=tmp_path / "map.json",
                   checker=None, show_progress=False, **SEED_RULE)  # fmt: skip
-    expand.run(src, tmp_path / "a.jsonl", backend, **kwargs)
+    expand.expand_answers(src, tmp_path / "a.jsonl", backend, **kwargs)
     row = read_records(tmp_path / "a.jsonl")[0]
     assert len(row["documents"]) == 2 and row["expansion"]["above_threshold"] == 3
-    expand.run(src, tmp_path / "b.jsonl", backend, threshold=0.25, **kwargs)
+    expand.expand_answers(src, tmp_path / "b.jsonl", backend, threshold=0.25, **kwargs)
     row = read_records(tmp_path / "b.jsonl")[0]
     # equal scores: the first passage in file order wins
     assert row["documents"][2]["text"].endswith("passage 0 born in State0")
@@ -177,7 +177,7 @@ def test_unformatted_answers_are_dropped_before_scoring(tmp_path):
     src, _ = make_world(tmp_path)
     backend = ScriptedBackend(reply=lambda p: "a. b. c. d. e", score=lambda p: 0.0)
     checker = ScriptedChecker(lambda it: True)
-    expand.run(
+    expand.expand_answers(
         src, tmp_path / "o.jsonl", backend, passages=tmp_path / "psgs.tsv",
         disambiguation=tmp_path / "map.json", checker=checker, show_progress=False, **SEED_RULE,
     )  # fmt: skip
@@ -204,10 +204,10 @@ def test_resume_after_crash(tmp_path):
         return "X"
 
     with pytest.raises(Boom):
-        expand.run(src, out_path, ScriptedBackend(flaky, score=lambda p: 0.0), **kwargs)
+        expand.expand_answers(src, out_path, ScriptedBackend(flaky, score=lambda p: 0.0), **kwargs)
     assert len(read_records(partial_path(out_path))) == 2
     backend = ScriptedBackend(lambda p: "X", score=lambda p: 0.0)
-    expand.run(src, out_path, backend, **kwargs)
+    expand.expand_answers(src, out_path, backend, **kwargs)
     assert sum(len(c["prompts"]) for c in backend.calls) == 3  # only the third page
     assert [r["surface_name"] for r in read_records(out_path)] == [
         r["surface_name"] for r in rows if r["status"] == "ok"
@@ -218,7 +218,7 @@ def test_bad_input(tmp_path):
     src, rows = make_world(tmp_path)
     (tmp_path / "map.json").write_text(json.dumps({"Other": ["a", "b"]}))
     with pytest.raises(ValueError, match=r"row 0 .*surface_name.*not a page"):
-        expand.run(
+        expand.expand_answers(
             src, tmp_path / "o.jsonl", ScriptedBackend(lambda p: "X"), passages=tmp_path / "psgs.tsv",
             disambiguation=tmp_path / "map.json", checker=None, show_progress=False,
         )  # fmt: skip
@@ -227,7 +227,7 @@ def test_bad_input(tmp_path):
 def test_backend_without_scores_is_refused(tmp_path):
     src, _ = make_world(tmp_path)
     with pytest.raises(ValueError, match="mean_nll"):
-        expand.run(
+        expand.expand_answers(
             src, tmp_path / "o.jsonl", ScriptedBackend(lambda p: "X"), passages=tmp_path / "psgs.tsv",
             disambiguation=tmp_path / "map.json", checker=None, show_progress=False,
         )  # fmt: skip

@@ -173,7 +173,9 @@ def test_stage_statuses_reasons_and_stats(tmp_path):
     # the NLI check fails for C's second answer only
     checker = ScriptedChecker(lambda it: it.answer != "Cleveland")
     out_path = tmp_path / "f.jsonl"
-    stats = filters.run(src, out_path, checker=checker, chunk_size=2, show_progress=False)
+    stats = filters.filter_questions(
+        src, out_path, checker=checker, chunk_size=2, show_progress=False
+    )
     out = read_records(out_path)
     assert [r["status"] for r in out] == [
         "ok",
@@ -206,7 +208,7 @@ def test_stage_statuses_reasons_and_stats(tmp_path):
 
 def test_no_entailment_option_skips_third_filter(tmp_path):
     src = write_jsonl(tmp_path / "q.jsonl", [line()])
-    stats = filters.run(src, tmp_path / "f.jsonl", checker=None, show_progress=False)
+    stats = filters.filter_questions(src, tmp_path / "f.jsonl", checker=None, show_progress=False)
     assert stats["ok"] == 1 and stats["entailment"] == "skipped"
 
 
@@ -227,7 +229,7 @@ def test_entailment_resumes_after_crash(tmp_path):
             return super().check(items)
 
     with pytest.raises(Boom):
-        filters.run(
+        filters.filter_questions(
             src,
             out_path,
             checker=CrashingChecker(lambda it: True),
@@ -236,7 +238,7 @@ def test_entailment_resumes_after_crash(tmp_path):
         )
     assert len(read_records(partial_path(out_path))) == 4
     checker = ScriptedChecker(lambda it: True)
-    filters.run(src, out_path, checker=checker, chunk_size=2, show_progress=False)
+    filters.filter_questions(src, out_path, checker=checker, chunk_size=2, show_progress=False)
     assert [len(b) for b in checker.batches] == [2]  # only S4's two answers
     assert [r["status"] for r in read_records(out_path)] == ["ok"] * 5
 
@@ -246,7 +248,7 @@ def test_bad_input_names_row_and_field(tmp_path):
     del bad["documents"][1]["text"]
     src = write_jsonl(tmp_path / "q.jsonl", [line(), {**bad, "surface_name": "X"}])
     with pytest.raises(ValueError, match=r"row 1 .*documents\[1\]\.text"):
-        filters.run(src, tmp_path / "f.jsonl", checker=None, show_progress=False)
+        filters.filter_questions(src, tmp_path / "f.jsonl", checker=None, show_progress=False)
 
 
 # --- the converter + NLI mechanics on tiny random T5 models -------------------------------------
@@ -402,10 +404,13 @@ def test_disambiguation_suffix_is_stripped_case_sensitively_by_default(tmp_path)
     assert loose == "names_an_entity"
     src = write_jsonl(tmp_path / "q.jsonl", [line(question=q2, sn=sn, titles=("Charles Day", "X"))])
     with pytest.raises(ValueError, match="suffix_rule"):
-        filters.run(src, tmp_path / "o.jsonl", checker=None, suffix_rule="lower")
+        filters.filter_questions(src, tmp_path / "o.jsonl", checker=None, suffix_rule="lower")
 
 
 def test_entailment_models_default_to_float32():
-    args = filters.build_parser().parse_args(["--input", "a", "--output", "b"])
-    assert args.nli_dtype == "float32" and args.strip_disambiguation == "exact"
-    assert filters.entailment_settings(args)["nli_dtype"] == "float32"
+    from generation.options import parse_argv
+
+    options, entailment = parse_argv("f", "", filters.OPTIONS, ["--input", "a", "--output", "b"])
+    assert entailment.nli_dtype == "float32" and entailment.strip_disambiguation == "exact"
+    assert filters.entailment_settings(entailment)["nli_dtype"] == "float32"
+    assert entailment.entailment and options.progress

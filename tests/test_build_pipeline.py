@@ -60,22 +60,23 @@ def chain(tmp_path, tiny_llama_dir, monkeypatch, repo_root):
     config = {
         "workdir": "work",
         "stages": {
-            "gather": {"dump": str(dump), "output": "map.json", "no_progress": True},
+            "gather": {"dump": str(dump), "output": "map.json", "progress": False},
             "seed": {"passages": str(tmp_path / "psgs.tsv"), "output": "seeds.jsonl", "progress": False},
             "questions": {
                 "backend": "scripted", "model": "none", "output": "questions.jsonl",
-                "chunk_size": 1, "no_progress": True,
+                "chunk_size": 1, "progress": False,
             },
-            "filter": {"output": "filtered.jsonl", "no_entailment": True, "no_progress": True},
+            "filter": {"output": "filtered.jsonl", "entailment": False, "progress": False},
             "expand": {
                 "backend": "hf", "model": str(tiny_llama_dir), "output": "expanded.jsonl",
                 "threshold": 1.0e9, "max_new_tokens": 4, "converter_model": str(t5),
                 "nli_model": str(t5), "nli_device": "cpu", "converter_max_new_tokens": 4,
-                "backend_option": {"dtype": "float32", "device": "cpu"}, "no_progress": True,
+                "backend_option": {"dtype": "float32", "device": "cpu"}, "progress": False,
                 "max_passages": 20, "drop_last_passage": True,
             },
-            # Three examples: one each (a split that comes out empty is an error).
-            "split": {"output_dir": "release", "progress": False, "fractions": [0.3, 0.3, 0.4]},
+            # Two examples (one page has no seed pair): one each in train and test; dev gets
+            # fraction 0 (a split that comes out empty otherwise is an error).
+            "split": {"output_dir": "release", "progress": False, "fractions": [0.5, 0.0, 0.5]},
         },
     }  # fmt: skip
     path = tmp_path / "pipeline.yaml"
@@ -180,13 +181,17 @@ def test_chain_end_to_end_then_resume(chain, capsys):
         assert after[name] == before[name], name
 
 
-def test_resumes_after_a_failed_stage(chain, tmp_path):
+def test_resumes_after_a_failed_stage(chain, tmp_path, capsys):
     config_path, config, _ = chain
     good_model = config["stages"]["expand"]["model"]
     config["stages"]["expand"]["model"] = str(tmp_path / "no-such-model")
     config_path.write_text(yaml.safe_dump(config))
-    with pytest.raises(OSError):
-        pipeline.main(["--config", str(config_path)])
+    capsys.readouterr()
+    # the missing model is found from its tokenizer, before the passage file is read
+    assert pipeline.main(["--config", str(config_path)]) == 2
+    err = capsys.readouterr().err
+    assert "ambigdocs build expand: error: --model" in err and "no-such-model" in err
+    assert "Traceback" not in err
     files = outputs(config_path)
     assert files["filtered"].exists() and not files["expanded"].exists()
     done = ("map", "seeds", "questions", "filtered")
@@ -233,7 +238,7 @@ def test_config_wiring_and_paths(tmp_path):
                 "output": "s.jsonl",
             },
             "questions": {"backend": "hf", "model": "org/model", "output": "q.jsonl"},
-            "filter": {"output": "f.jsonl", "no-entailment": True},
+            "filter": {"output": "f.jsonl", "entailment": False},
             "expand": {"backend": "hf", "model": "m", "output": "e.jsonl"},
         },
     }
@@ -248,12 +253,24 @@ def test_config_wiring_and_paths(tmp_path):
     assert stages["expand"]["input"] == str(w / "f.jsonl")
     assert stages["expand"]["passages"] == "/abs/psgs.tsv"
     assert stages["expand"]["disambiguation"] == str(w / "map.json")
-    argv = pipeline.to_argv(stages["filter"])
-    assert "--no-entailment" in argv
+    # what `--dry-run` prints: the options that differ from their defaults, as typed
+    plan = pipeline._stage_plan("filter", stages["filter"], path)
+    argv = pipeline.command_line(plan.options)
+    assert "--no-entailment" in argv and "--no-progress" not in argv
     assert argv[argv.index("--output") + 1] == str(w / "f.jsonl")
-    # A list is one option with several values (`--templates a b`, `--fractions .6 .1 .3`).
-    assert pipeline.to_argv({"backend_option": {"dtype": "float32"}, "x": False, "tags": [1, 2]}) == [
-        "--backend-option", "dtype=float32", "--tags", "1", "2",
+
+
+def test_command_line_of_options():
+    from generation.datagen.expand import ExpandOptions
+    from generation.datagen.model_options import ModelOptions
+
+    options = (
+        ExpandOptions(input="i", output="o", passages="p", disambiguation="m", progress=False),
+        ModelOptions(backend="hf", model="m", backend_option={"dtype": "float32"}),
+    )
+    assert pipeline.command_line(options) == [
+        "--input", "i", "--output", "o", "--passages", "p", "--disambiguation", "m",
+        "--no-progress", "--backend", "hf", "--model", "m", "--backend-option", "dtype=float32",
     ]  # fmt: skip
 
 

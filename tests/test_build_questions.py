@@ -76,7 +76,7 @@ def test_run_writes_question_answers_raw_output_in_input_order(tmp_path):
 
     backend = ScriptedBackend(reply)
     out_path = tmp_path / "q.jsonl"
-    stats = questions.run(src, out_path, backend, chunk_size=2, show_progress=False)
+    stats = questions.generate_questions(src, out_path, backend, chunk_size=2, show_progress=False)
     out = read_records(out_path)
     assert [r["surface_name"] for r in out] == [r["surface_name"] for r in rows]
     assert out[0]["question"] == "Where is Name?"
@@ -100,7 +100,7 @@ def test_instruction_format_and_user_exemplars(tmp_path):
     rows = seed_rows(1)
     src = write_jsonl(tmp_path / "seeds.jsonl", rows)
     backend = ScriptedBackend(lambda p: GOOD)
-    questions.run(
+    questions.generate_questions(
         src, tmp_path / "a.jsonl", backend, prompt_format="instruction", show_progress=False
     )
     prompt = backend.calls[0]["prompts"][0]
@@ -115,7 +115,7 @@ def test_instruction_format_and_user_exemplars(tmp_path):
     }
     ex_path = write_jsonl(tmp_path / "ex.jsonl", [exemplar])
     loaded = questions.load_exemplars(str(ex_path))
-    questions.run(
+    questions.generate_questions(
         src,
         tmp_path / "b.jsonl",
         backend,
@@ -144,12 +144,14 @@ def test_resume_after_crash_skips_finished_chunks(tmp_path):
         return GOOD
 
     with pytest.raises(Crash):
-        questions.run(src, out_path, ScriptedBackend(flaky), chunk_size=2, show_progress=False)
+        questions.generate_questions(
+            src, out_path, ScriptedBackend(flaky), chunk_size=2, show_progress=False
+        )
     assert not out_path.exists()
     assert len(read_records(partial_path(out_path))) == 4
 
     backend = ScriptedBackend(lambda p: GOOD)
-    questions.run(src, out_path, backend, chunk_size=2, show_progress=False)
+    questions.generate_questions(src, out_path, backend, chunk_size=2, show_progress=False)
     assert sum(len(c["prompts"]) for c in backend.calls) == 1  # only the unfinished row
     assert [r["surface_name"] for r in read_records(out_path)] == [r["surface_name"] for r in rows]
 
@@ -168,7 +170,7 @@ def test_resume_with_other_settings_is_refused(tmp_path):
         return GOOD
 
     with pytest.raises(RuntimeError):
-        questions.run(
+        questions.generate_questions(
             src,
             out_path,
             ScriptedBackend(crash_on_second),
@@ -177,14 +179,14 @@ def test_resume_with_other_settings_is_refused(tmp_path):
             show_progress=False,
         )
     with pytest.raises(ValueError, match="model"):
-        questions.run(
+        questions.generate_questions(
             src,
             out_path,
             ScriptedBackend(lambda p: GOOD),
             settings={"model": "b"},
             show_progress=False,
         )
-    questions.run(
+    questions.generate_questions(
         src,
         out_path,
         ScriptedBackend(lambda p: GOOD),
@@ -200,12 +202,12 @@ def test_bad_input_names_row_and_field(tmp_path):
     rows[1]["documents"] = rows[1]["documents"][:1]
     src = write_jsonl(tmp_path / "seeds.jsonl", rows)
     with pytest.raises(ValueError, match=r"row 1 .*'documents'"):
-        questions.run(
+        questions.generate_questions(
             src, tmp_path / "q.jsonl", ScriptedBackend(lambda p: GOOD), show_progress=False
         )
     dup = write_jsonl(tmp_path / "dup.jsonl", seed_rows(1) * 2)
     with pytest.raises(ValueError, match="occurs twice"):
-        questions.run(
+        questions.generate_questions(
             dup, tmp_path / "q.jsonl", ScriptedBackend(lambda p: GOOD), show_progress=False
         )
 

@@ -26,7 +26,9 @@ def test_work_done_on_an_older_input_is_refused_and_overwrite_redoes_it(tmp_path
         return GOOD
 
     with pytest.raises(RuntimeError):
-        questions.run(src, out, ScriptedBackend(crash_on_second), chunk_size=1, show_progress=False)
+        questions.generate_questions(
+            src, out, ScriptedBackend(crash_on_second), chunk_size=1, show_progress=False
+        )
     assert partial_path(out).read_text().count("\n") == 1  # one finished page saved
 
     # The seed stage reruns and rewrites its output with other passages.
@@ -38,10 +40,12 @@ def test_work_done_on_an_older_input_is_refused_and_overwrite_redoes_it(tmp_path
     backend = ScriptedBackend(lambda p: prompts.append(p) or GOOD)
     # One rule for every command: stale work is refused, naming the input that changed ...
     with pytest.raises(ResumeRefused, match=r"input .*seeds\.jsonl.*--overwrite"):
-        questions.run(src, out, backend, chunk_size=1, show_progress=False)
+        questions.generate_questions(src, out, backend, chunk_size=1, show_progress=False)
     assert prompts == [] and partial_path(out).exists()
     # ... and --overwrite starts again.
-    questions.run(src, out, backend, chunk_size=1, show_progress=False, overwrite=True)
+    questions.generate_questions(
+        src, out, backend, chunk_size=1, show_progress=False, overwrite=True
+    )
     assert len(prompts) == 2  # both pages redone, none reused from the stale work
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert all(r["documents"][0]["text"].startswith("NEW ") for r in rows)
@@ -57,7 +61,7 @@ def test_filter_without_entailment_drops_an_old_work_file(tmp_path):
     src = write_jsonl(tmp_path / "q.jsonl", [row])
     out = tmp_path / "f.jsonl"
     partial_path(out).write_text('{"surface_name": "Name"}\n')  # left by an interrupted run
-    filters.run(src, out, checker=None, show_progress=False)
+    filters.filter_questions(src, out, checker=None, show_progress=False)
     assert not partial_path(out).exists()
     assert json.loads(out.read_text())["status"] == "ok"
 

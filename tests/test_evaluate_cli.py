@@ -119,20 +119,25 @@ def test_workers_do_not_change_the_scores(monkeypatch):
     assert one == two
 
 
-def test_unloadable_qa_model_is_one_clear_line(sample_dir, tmp_path, capsys):
-    code = main(
-        [
-            str(sample_dir / "answers.json"),
-            "--allow-duplicate-qids",
-            "--output-dir",
-            str(tmp_path),
-            "--qa-model",
-            str(tmp_path / "missing"),
-        ]
-    )
-    assert code == 0
+def test_unloadable_qa_model_asked_for_is_an_error_in_one_line(sample_dir, tmp_path, capsys):
+    """A --qa-model that cannot be loaded is an error, as `compute(qa_model=...)` in Python."""
+    for name in (str(tmp_path / "missing"), "someone/not-cached-qa-model"):
+        args = [str(sample_dir / "answers.json"), "--allow-duplicate-qids"]
+        code = main([*args, "--output-dir", str(tmp_path / "o"), "--qa-model", name])
+        err = capsys.readouterr().err
+        assert code == 2
+        assert err.startswith(f"ambigdocs evaluate: error: cannot load the QA model {name!r}")
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+        assert not (tmp_path / "o" / "summary.json").exists()
+
+
+def test_default_qa_model_unreachable_is_skipped_in_one_line(sample_dir, tmp_path, capsys):
+    # Tests run offline and the default model is not in the test cache.
+    args = [str(sample_dir / "answers.json"), "--allow-duplicate-qids"]
+    assert main([*args, "--output-dir", str(tmp_path)]) == 0
     err = capsys.readouterr().err
-    assert "Disambig-F1 skipped: cannot load the QA model" in err and "--no-df1" in err
+    assert "Disambig-F1 skipped: the QA model 'deepset/roberta-base-squad2'" in err
+    assert "--no-df1" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert "disambig_f1" not in json.loads((tmp_path / "summary.json").read_text())
 
@@ -206,7 +211,7 @@ def test_evaluate_module_offline_both_layouts_and_add_batch(repo_root, sample_di
 def test_metric_card_and_usage_doctest(repo_root, monkeypatch):
     from metric.ambigdocs_metric import ambigdocs_metric
 
-    monkeypatch.chdir(repo_root)  # the doctest loads "metric/ambigdocs_metric"
+    monkeypatch.chdir(repo_root)  # any folder would do: the doctest loads ambigdocs.METRIC_PATH
     results = doctest.testmod(ambigdocs_metric, extraglobs={}, verbose=False)
     assert results.attempted >= 5 and results.failed == 0
     card = (repo_root / "metric" / "ambigdocs_metric" / "README.md").read_text()

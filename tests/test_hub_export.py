@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import datasets
 import pytest
@@ -119,7 +121,7 @@ def test_export_refuses_a_non_empty_folder_and_overwrites_atomically(tmp_path, c
     out = tmp_path / "export"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    assert export.main(["--config", "sample", str(out)]) == 1
+    assert export.main(["--config", "sample", str(out)]) == 2
     assert "not empty" in capsys.readouterr().err
     assert (out / "keep.txt").exists()
     assert export.main(["--config", "sample", "--overwrite", str(out)]) == 0
@@ -151,7 +153,7 @@ def test_malformed_raw_file_fails_the_export_with_the_row(tmp_path, capsys):
     bad = make_row(2)
     bad["documents"][0]["text"] = ["not", "text"]
     write_json(raw / "test.json", [make_row(1), bad])
-    assert export.main(["--data-dir", str(raw), str(tmp_path / "out")]) == 1
+    assert export.main(["--data-dir", str(raw), str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "row 1" in err and "'documents[0].text'" in err and str(raw / "test.json") in err
     assert not (tmp_path / "out").exists()
@@ -160,7 +162,7 @@ def test_malformed_raw_file_fails_the_export_with_the_row(tmp_path, capsys):
 
 def test_release_unreachable_is_a_clear_error(tmp_path, capsys):
     # Tests run offline (HF_HUB_OFFLINE=1), so the default config cannot download the release.
-    assert export.main(["--cache-dir", str(tmp_path / "c"), str(tmp_path / "out")]) == 1
+    assert export.main(["--cache-dir", str(tmp_path / "c"), str(tmp_path / "out")]) == 2
     assert "give the raw files with --data-dir" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
@@ -179,3 +181,29 @@ def test_write_split_refuses_a_non_positive_shard_size(tmp_path):
 
     with pytest.raises(ValueError, match="max_shard_bytes must be positive"):
         write_split(load_ambigdocs("test", config="sample"), tmp_path, "default", "test", 0)
+
+
+@pytest.mark.parametrize(
+    ("umask", "folder_mode", "file_mode"), [(0o022, 0o755, 0o644), (0o077, 0o700, 0o600)]
+)
+def test_export_follows_the_umask(tmp_path, umask, folder_mode, file_mode):
+    old = os.umask(umask)
+    try:
+        out = tmp_path / "export"
+        export.export_dataset({"sample": load_ambigdocs(config="sample")}, out)
+    finally:
+        os.umask(old)
+    paths = [out, *out.rglob("*")]
+    assert len(paths) == 4  # the folder, README.md, sample/, one Parquet shard
+    for path in paths:
+        expected = folder_mode if path.is_dir() else file_mode
+        assert stat.S_IMODE(path.stat().st_mode) == expected, path
+
+
+def test_output_under_a_file_is_one_line(tmp_path, capsys):
+    (tmp_path / "a_file").write_text("x")
+    assert export.main(["--config", "sample", str(tmp_path / "a_file" / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"ambigdocs export: {tmp_path / 'a_file' / 'out'}: cannot be created, " + (
+        f"{tmp_path / 'a_file'} is a file\n"
+    )

@@ -221,7 +221,7 @@ def test_dry_run_uploads_nothing(toy_metric_dir, tmp_path, capsys):
 
 @pytest.mark.parametrize("repo_id", ["me/ambig-docs", "me/ambig.docs", "no-namespace", "a/b/c"])
 def test_unusable_space_names(repo_id, capsys):
-    assert push_metric.main(["--repo-id", repo_id, "--dry-run"]) == 1
+    assert push_metric.main(["--repo-id", repo_id, "--dry-run"]) == 2
     assert "repo id" in capsys.readouterr().err
 
 

@@ -305,10 +305,13 @@ def test_dry_run_prints_files_and_card_and_uploads_nothing(hub, tmp_path, capsys
     raw = tmp_path / "raw"
     raw.mkdir()
     write_json(raw / "dev.json", [make_row(3), make_row(4)])
-    # Through the CLI a dry run still reads the repository; offline that fails cleanly.
+    # Through the CLI a dry run still reads the repository; offline it prints the plan checked
+    # offline (as for a new repository), then fails in one line.
     rc = push.main(["--repo-id", "me/ambig", "--split", "validation", "--dry-run", str(raw)])
-    err = capsys.readouterr().err
-    assert rc == 1 and "the Hub call failed" in err and "hf_secret_token_value" not in err
+    captured = capsys.readouterr()
+    assert rc == 2 and "cannot reach the Hugging Face Hub" in captured.err
+    assert "checked offline, as a new repository" in captured.out
+    assert "hf_secret_token_value" not in captured.err + captured.out
     push.push_split(raw, "me/ambig", "validation", api=hub, dry_run=True)
     out = capsys.readouterr().out
     assert "would push default/validation (2 rows) to me/ambig" in out

@@ -245,7 +245,16 @@ class LazyEntailmentChecker:
         if not items:
             return []
         if self._checker is None:
-            self._checker = load_entailment_checker(**self.options)
+            try:
+                self._checker = load_entailment_checker(**self.options)
+            except (OSError, ImportError) as err:
+                # A model that is not there is bad input (one line, exit status 2), not a crash.
+                models = (
+                    f"{self.options.get('converter_model')!r}, {self.options.get('nli_model')!r}"
+                )
+                raise ValueError(
+                    f"entailment models {models}: cannot load them ({' '.join(str(err).split())})"
+                ) from err
         return self._checker.check(items)
 
 

@@ -58,16 +58,15 @@ Questions are processed in chunks of `--chunk-size`; every finished chunk is sav
 
 from __future__ import annotations
 
-import argparse
 import functools
 import math
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
 
-from generation.backends.base import (
-    Backend,
-)
+from generation.backends.base import Backend
 from generation.datagen import seed as seed_stage
 from generation.datagen.entailment import (
     EntailmentChecker,
@@ -76,16 +75,23 @@ from generation.datagen.entailment import (
 )
 from generation.datagen.filter import (
     MAX_ANSWER_PIECES,
-    add_entailment_options,
-    checker_from_args,
+    EntailmentOptions,
     entailment_settings,
+    make_checker,
     too_many_sentences,
 )
-from generation.datagen.model_options import add_model_options, backend_from_args, model_settings
-from generation.datagen.stage_io import read_stage, write_stage
+from generation.datagen.model_options import (
+    ModelOptions,
+    check_model_loadable,
+    has_chat_template,
+    make_backend,
+    model_settings,
+)
+from generation.datagen.stage_io import check_output, read_stage, write_stage
 from generation.io.passages import collect_passages
 from generation.io.records import atomic_write_jsonl, read_records
 from generation.io.resume import chunks, finish_work, open_work
+from generation.options import check_at_least, option, run_command
 from generation.prompts import render_expansion_prompt
 
 THRESHOLD = 0.2
@@ -121,6 +127,8 @@ def other_entities(page_titles: Sequence[str], seed_titles: Sequence[str]) -> li
 
 
 def _validate(rows: Sequence[Mapping], mapping: Mapping, source: str) -> None:
+    if not rows:
+        raise ValueError(f"{source}: holds no rows")
     seen = set()
     for i, row in enumerate(rows):
         sn = row.get("surface_name")
@@ -230,9 +238,34 @@ def expand_rows(
         for r, entity, _, text in tasks
     ]
     generations = backend.generate(prompts, max_new_tokens=max_new_tokens, return_scores=True)
-    counts = [Counter(candidates=0, unformatted=0, above_threshold=0, not_entailed=0) for _ in rows]
-    under = []  # (task index, answer, score)
-    scored: list[list[tuple[str, float]]] = [[] for _ in rows]
+    counts, scored, under = _score_candidates(len(rows), tasks, generations, threshold, backend)
+    verdicts = _entailment_verdicts(rows, tasks, under, checker, suffix_rule)
+    best: list[dict[str, tuple[float, str, str, str]]] = [{} for _ in rows]
+    for (t, answer, score), entailed in zip(under, verdicts, strict=True):
+        r, entity, pid, text = tasks[t]
+        if not entailed:
+            counts[r]["not_entailed"] += 1
+        elif entity not in best[r] or score < best[r][entity][0]:
+            best[r][entity] = (score, pid, text, answer)
+    return _output_rows(rows, page_entities, best, counts, scored)
+
+
+def _score_candidates(num_rows: int, tasks, generations, threshold: float, backend: Backend):
+    """Cleans and scores every candidate answer.
+
+    Returns:
+        (counts per row, [(entity, score) of each formatted candidate] per row, and the
+        candidates under the threshold as (task index, answer, score)).
+
+    Raises:
+        ValueError: the back-end returned no score.
+    """
+    counts = [
+        Counter(candidates=0, unformatted=0, above_threshold=0, not_entailed=0)
+        for _ in range(num_rows)
+    ]
+    scored: list[list[tuple[str, float]]] = [[] for _ in range(num_rows)]
+    under = []
     for t, ((r, entity, _, _), gen) in enumerate(zip(tasks, generations, strict=True)):
         counts[r]["candidates"] += 1
         if gen.mean_nll is None:
@@ -246,28 +279,24 @@ def expand_rows(
             counts[r]["above_threshold"] += 1
         else:
             under.append((t, answer, gen.mean_nll))
-    if checker is not None and under:
-        items = []
-        for t, answer, _ in under:
-            r, entity, _, text = tasks[t]
-            question = disambiguate_question(
-                rows[r]["question"],
-                rows[r]["surface_name"],
-                entity,
-                case_sensitive_suffix=suffix_rule == "exact",
-            )
-            items.append(EntailmentItem(question=question, answer=answer, title=entity, text=text))
-        verdicts = [res.entailed for res in checker.check(items)]
-    else:
-        verdicts = [True] * len(under)
-    best: list[dict[str, tuple[float, str, str, str]]] = [{} for _ in rows]
-    for (t, answer, score), entailed in zip(under, verdicts, strict=True):
-        r, entity, pid, text = tasks[t]
-        if not entailed:
-            counts[r]["not_entailed"] += 1
-        elif entity not in best[r] or score < best[r][entity][0]:
-            best[r][entity] = (score, pid, text, answer)
-    return _output_rows(rows, page_entities, best, counts, scored)
+    return counts, scored, under
+
+
+def _entailment_verdicts(rows, tasks, under, checker, suffix_rule: str) -> list[bool]:
+    """The entailment verdict of each candidate under the threshold (all True without a check)."""
+    if checker is None or not under:
+        return [True] * len(under)
+    items = []
+    for t, answer, _ in under:
+        r, entity, _, text = tasks[t]
+        question = disambiguate_question(
+            rows[r]["question"],
+            rows[r]["surface_name"],
+            entity,
+            case_sensitive_suffix=suffix_rule == "exact",
+        )
+        items.append(EntailmentItem(question=question, answer=answer, title=entity, text=text))
+    return [res.entailed for res in checker.check(items)]
 
 
 def _output_rows(
@@ -304,7 +333,7 @@ def _output_rows(
     return out
 
 
-def run(
+def expand_answers(
     input_path: str,
     output_path: str,
     backend: Backend,
@@ -349,9 +378,7 @@ def run(
         ValueError: bad input lines (naming the line and field), or resuming with other settings.
     """
     _check_format(prompt_format, exemplars)
-    rows = read_stage(input_path)
-    mapping = seed_stage.read_disambiguation_map(disambiguation)
-    _validate(rows, mapping, str(input_path))
+    rows, mapping = _read_inputs(input_path, disambiguation)
     ok = [r for r in rows if r["status"] == "ok"]
     # what decides each answer, passed to `expand_rows` and checked when a run resumes
     rule = dict(threshold=threshold, max_new_tokens=max_new_tokens, prompt_format=prompt_format,
@@ -391,6 +418,14 @@ def run(
     saved = write_stage(output_path, out, stats, stage="expand")
     finish_work(output_path, progress)
     return saved
+
+
+def _read_inputs(input_path: str, disambiguation: str) -> tuple[list[dict], dict]:
+    """The filter lines and the disambiguation map, checked against each other."""
+    rows = read_stage(input_path)
+    mapping = seed_stage.read_disambiguation_map(disambiguation)
+    _validate(rows, mapping, str(input_path))
+    return rows, mapping
 
 
 def _in_chunks(todo: list, chunk_size: int, work, save, show_progress: bool) -> None:
@@ -456,9 +491,7 @@ def dry_run(
         ValueError: bad input lines or an unknown prompt format.
     """
     _check_format(prompt_format, exemplars)
-    rows = read_stage(input_path)
-    mapping = seed_stage.read_disambiguation_map(disambiguation)
-    _validate(rows, mapping, str(input_path))
+    rows, mapping = _read_inputs(input_path, disambiguation)
     ok = [r for r in rows if r["status"] == "ok"]
     found = _needed_passages(ok, mapping, passages, max_passages, drop_last_passage, show_progress)
     out = []
@@ -501,55 +534,6 @@ def _stats(rows: Sequence[Mapping], out: Sequence[Mapping]) -> dict:
     }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="ambigdocs build expand",
-        description="Answer set expansion over the page's other entities (pipeline.md section 4).",
-    )
-    p.add_argument("--input", required=True, help="filter stage output")
-    p.add_argument("--output", required=True, help="output file (.jsonl or .parquet)")
-    p.add_argument("--passages", required=True, help="DPR passage TSV (id, text, title)")
-    p.add_argument("--disambiguation", required=True, help="map JSON {page: [entity titles]}")
-    add_model_options(
-        p, model_help="QA model (the authors: Llama-2-13b)", adapter_help="PEFT adapter (hf, vllm)"
-    )
-    p.add_argument("--exemplars", help="JSON/JSONL exemplars (title, text, question, answer)")
-    p.add_argument(
-        "--prompt-format",
-        choices=PROMPT_FORMATS,
-        default="authors",
-        help="authors (default: the exact prompt of their expand.py), or the paper's Figure 10 "
-        "laid out as one string (plain) or chat messages (chat)",
-    )
-    p.add_argument(
-        "--threshold",
-        type=float,
-        default=THRESHOLD,
-        help="keep mean NLL below this (the paper: 0.2; inf: none, as the authors' script)",
-    )
-    p.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS)
-    p.add_argument(
-        "--max-passages",
-        type=int,
-        help="skip entities with more passages (default: no limit, as the authors; seed uses 20)",
-    )
-    p.add_argument(
-        "--drop-last-passage",
-        action="store_true",
-        help="leave out each entity's last passage, as the seed stage does (not the authors)",
-    )
-    p.add_argument("--chunk-size", type=int, default=16, help="questions saved per step")
-    add_entailment_options(p)
-    p.add_argument("--overwrite", action="store_true", help="discard an interrupted run's work")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="write the exact prompts to --output (JSONL); load no model, run no NLI",
-    )
-    return p
-
-
 def load_expansion_exemplars(path: str) -> list[dict]:
     """Reads an expansion exemplar file (JSON array or JSONL of `title`, `text`, `question`,
     `answer`).
@@ -565,58 +549,103 @@ def load_expansion_exemplars(path: str) -> list[dict]:
     return exemplars
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+@dataclass(kw_only=True)
+class ExpandOptions:
+    input: str = option(help="filter stage output")
+    output: str = option(help="output file (.jsonl or .parquet)")
+    passages: str = option(help="DPR passage TSV (id, text, title)")
+    disambiguation: str = option(help="map JSON {page: [entity titles]}")
+    exemplars: str | None = option(
+        None, help="JSON/JSONL exemplars (title, text, question, answer)"
+    )
+    prompt_format: Literal["authors", "plain", "chat"] = option(
+        "authors",
+        help="authors (default: the exact prompt of their expand.py), or the paper's Figure 10 "
+        "laid out as one string (plain) or chat messages (chat)",
+    )
+    threshold: float = option(
+        THRESHOLD,
+        help="keep mean NLL below this (the paper: 0.2; inf: none, as the authors' script)",
+    )
+    max_new_tokens: int = option(MAX_NEW_TOKENS, help="generation budget per passage")
+    max_passages: int | None = option(
+        None,
+        help="skip entities with more passages (default: no limit, as the authors; seed uses 20)",
+    )
+    drop_last_passage: bool = option(
+        False, help="leave out each entity's last passage, as the seed stage does (not the authors)"
+    )
+    chunk_size: int = option(16, help="questions saved per step")
+    overwrite: bool = option(False, help="discard an interrupted run's work")
+    progress: bool = option(True, help="show progress bars (--no-progress hides them)")
+    dry_run: bool = option(
+        False, help="write the exact prompts to --output (JSONL); load no model, run no NLI"
+    )
+
+    def __post_init__(self):
+        check_at_least(self, 1, "chunk_size", "max_new_tokens")
+        check_at_least(self, 0, "max_passages")
+
+
+def run(options: ExpandOptions, model: ModelOptions, entailment: EntailmentOptions) -> dict | None:
+    """Runs the expand stage from its options (the command line, or `build all`).
+
+    The options, the exemplar file and the model's tokenizer (never its weights) are checked
+    before the passage file is streamed; the models load on the first chunk.
+
+    Returns:
+        The saved statistics (None for a dry run).
+    """
+    check_output(options.output)
+    _check_format(options.prompt_format, options.exemplars)  # before the file is read
+    exemplars = load_expansion_exemplars(options.exemplars) if options.exemplars else None
+    passage_rule = dict(max_passages=options.max_passages,
+                        drop_last_passage=options.drop_last_passage)  # fmt: skip
+    if options.dry_run:
+        n = dry_run(options.input, options.output, passages=options.passages,
+                    disambiguation=options.disambiguation, prompt_format=options.prompt_format,
+                    exemplars=exemplars, show_progress=options.progress, **passage_rule)  # fmt: skip
+        print(f"expand: wrote {n} prompts to {options.output} (dry run)")
+        return None
+    _check_model(options.prompt_format, model)
+    settings = {**model_settings(model)}
+    if entailment.entailment:
+        settings.update(entailment_settings(entailment))
+    backend = make_backend(model)
     try:
-        exemplars = load_expansion_exemplars(args.exemplars) if args.exemplars else None
-        if args.dry_run:
-            n = dry_run(
-                args.input,
-                args.output,
-                passages=args.passages,
-                disambiguation=args.disambiguation,
-                prompt_format=args.prompt_format,
-                exemplars=exemplars,
-                max_passages=args.max_passages,
-                drop_last_passage=args.drop_last_passage,
-                show_progress=not args.no_progress,
-            )
-            print(f"expand: wrote {n} prompts to {args.output} (dry run)")
-            return 0
-    except (ValueError, OSError) as err:
-        print(f"ambigdocs build expand: error: {err}", file=sys.stderr)
-        return 2
-    checker = None if args.no_entailment else checker_from_args(args)
-    backend = backend_from_args(args)
-    try:
-        run(
-            args.input,
-            args.output,
-            backend,
-            passages=args.passages,
-            disambiguation=args.disambiguation,
-            checker=checker,
-            threshold=args.threshold,
-            max_new_tokens=args.max_new_tokens,
-            prompt_format=args.prompt_format,
-            exemplars=exemplars,
-            suffix_rule=args.strip_disambiguation,
-            max_passages=args.max_passages,
-            drop_last_passage=args.drop_last_passage,
-            chunk_size=args.chunk_size,
-            overwrite=args.overwrite,
-            settings={
-                **model_settings(args),
-                **({} if args.no_entailment else entailment_settings(args)),
-            },
-            show_progress=not args.no_progress,
-        )
-    except ValueError as err:
-        print(f"ambigdocs build expand: error: {err}", file=sys.stderr)
-        return 2
+        return expand_answers(
+            options.input, options.output, backend, passages=options.passages,
+            disambiguation=options.disambiguation, checker=make_checker(entailment),
+            threshold=options.threshold, max_new_tokens=options.max_new_tokens,
+            prompt_format=options.prompt_format, exemplars=exemplars,
+            suffix_rule=entailment.strip_disambiguation, chunk_size=options.chunk_size,
+            overwrite=options.overwrite, settings=settings, show_progress=options.progress,
+            **passage_rule,
+        )  # fmt: skip
     finally:
         backend.close()
-    return 0
+
+
+def _check_model(prompt_format: str, model: ModelOptions) -> None:
+    """A model that is not there, or `chat` asked of one without a chat template, is reported
+    before the passage file is streamed (from the tokenizer: no weights load)."""
+    if prompt_format != "chat":
+        check_model_loadable(model)
+    elif model.backend in ("hf", "vllm", "openai") and not has_chat_template(model):
+        raise ValueError(
+            f"--prompt-format chat: the model {model.model!r} has no chat template; "
+            "use --prompt-format plain or authors"
+        )
+
+
+OPTIONS = (ExpandOptions, ModelOptions, EntailmentOptions)
+
+
+def main(argv: list[str] | None = None) -> int:
+    description = (
+        "Answer set expansion over the page's other entities (docs/pipeline.md section 4)."
+    )
+    return run_command("ambigdocs build expand", description, OPTIONS, run, argv)
 
 
 if __name__ == "__main__":

@@ -40,10 +40,11 @@ The entailment models run over chunks of lines; every finished chunk is saved
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from generation.datagen.entailment import (
     CONVERTER_MAX_NEW_TOKENS,
@@ -55,8 +56,9 @@ from generation.datagen.entailment import (
     LazyEntailmentChecker,
     disambiguate_question,
 )
-from generation.datagen.stage_io import read_stage, status_counts, write_stage
+from generation.datagen.stage_io import check_output, read_stage, status_counts, write_stage
 from generation.io.resume import chunks, discard_work, finish_work, open_work
+from generation.options import check_at_least, option, run_command
 from generation.prompts import strip_disambiguation
 
 STATUSES = ("ok", "not_formatted", "not_ambiguous", "not_entailed")
@@ -155,6 +157,8 @@ def entailment_items(row: Mapping, suffix_rule: str = "exact") -> list[Entailmen
 
 
 def _validate(rows: Sequence[Mapping], source: str) -> None:
+    if not rows:
+        raise ValueError(f"{source}: holds no rows")
     seen = set()
     for i, row in enumerate(rows):
         sn = row.get("surface_name")
@@ -191,7 +195,7 @@ def classify_without_entailment(row: Mapping, suffix_rule: str = "exact") -> tup
     return "ok", None
 
 
-def run(
+def filter_questions(
     input_path: str,
     output_path: str,
     *,
@@ -303,95 +307,103 @@ def _entailment_filter(
     finish_work(output_path, progress)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="ambigdocs build filter",
-        description="not formatted / not ambiguous / not entailed (pipeline.md section 3).",
-    )
-    p.add_argument("--input", required=True, help="questions stage output")
-    p.add_argument("--output", required=True, help="output file (.jsonl or .parquet)")
-    p.add_argument("--chunk-size", type=int, default=64, help="lines saved per entailment step")
-    add_entailment_options(p)
-    p.add_argument("--overwrite", action="store_true", help="discard an interrupted run's work")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    return p
+@dataclass(kw_only=True)
+class FilterOptions:
+    input: str = option(help="questions stage output")
+    output: str = option(help="output file (.jsonl or .parquet)")
+    chunk_size: int = option(64, help="lines saved per entailment step")
+    overwrite: bool = option(False, help="discard an interrupted run's work")
+    progress: bool = option(True, help="show a progress bar (--no-progress hides it)")
+
+    def __post_init__(self):
+        check_at_least(self, 1, "chunk_size")
 
 
-def add_entailment_options(p: argparse.ArgumentParser) -> None:
+@dataclass(kw_only=True)
+class EntailmentOptions:
     """The converter + NLI options shared by `filter` and `expand`."""
-    p.add_argument("--converter-model", default=DEFAULT_CONVERTER, help="question converter")
-    p.add_argument("--nli-model", default=DEFAULT_NLI, help="TRUE NLI model")
-    p.add_argument(
-        "--max-nli-tokens",
-        type=int,
-        default=MAX_NLI_TOKENS,
-        help="longer NLI inputs count as not entailed (0: no limit)",
+
+    converter_model: str = option(DEFAULT_CONVERTER, help="question converter")
+    nli_model: str = option(DEFAULT_NLI, help="TRUE NLI model")
+    max_nli_tokens: int = option(
+        MAX_NLI_TOKENS, help="longer NLI inputs count as not entailed (0: no limit)"
     )
-    p.add_argument("--converter-max-new-tokens", type=int, default=CONVERTER_MAX_NEW_TOKENS)
-    p.add_argument("--nli-batch-size", type=int, default=16, help="inputs per converter/NLI call")
-    p.add_argument(
-        "--nli-dtype",
-        default=DEFAULT_NLI_DTYPE,
+    converter_max_new_tokens: int = option(
+        CONVERTER_MAX_NEW_TOKENS, help="the converter's generation budget"
+    )
+    nli_batch_size: int = option(16, help="inputs per converter/NLI call")
+    nli_dtype: Literal["float32", "auto", "float16", "bfloat16"] = option(
+        DEFAULT_NLI_DTYPE,
         help="float32 (default, the authors), auto (bfloat16 on GPUs), float16 or bfloat16",
     )
-    p.add_argument(
-        "--strip-disambiguation",
-        choices=SUFFIX_RULES,
-        default="exact",
+    strip_disambiguation: Literal["exact", "any-case"] = option(
+        "exact",
         help="drop a trailing '(disambiguation)' from the surface name only in lower case "
         "(exact, the authors' scripts) or in any case",
     )
-    p.add_argument("--nli-device", help="cuda, cpu, ... (default: the first available)")
-    p.add_argument(
-        "--no-entailment",
-        action="store_true",
-        help="skip the entailment check (not the authors' default)",
+    nli_device: str | None = option(None, help="cuda, cpu, ... (default: the first available)")
+    entailment: bool = option(
+        True, help="run the entailment check (--no-entailment skips it; not the authors' default)"
     )
 
+    def __post_init__(self):
+        check_at_least(self, 1, "nli_batch_size", "converter_max_new_tokens")
+        check_at_least(self, 0, "max_nli_tokens")
 
-def entailment_settings(args: argparse.Namespace) -> dict:
+
+def entailment_settings(options: EntailmentOptions) -> dict:
     """The options that decide entailment results (checked when a run resumes)."""
     return {
-        "converter_model": args.converter_model,
-        "nli_model": args.nli_model,
-        "max_nli_tokens": args.max_nli_tokens or None,
-        "converter_max_new_tokens": args.converter_max_new_tokens,
-        "nli_dtype": args.nli_dtype,  # bf16 and fp32 verdicts may differ
-        "suffix_rule": args.strip_disambiguation,
+        "converter_model": options.converter_model,
+        "nli_model": options.nli_model,
+        "max_nli_tokens": options.max_nli_tokens or None,
+        "converter_max_new_tokens": options.converter_max_new_tokens,
+        "nli_dtype": options.nli_dtype,  # bf16 and fp32 verdicts may differ
+        "suffix_rule": options.strip_disambiguation,
     }
 
 
-def checker_from_args(args: argparse.Namespace) -> EntailmentChecker:
-    """The converter + NLI check named by the parsed options (the models load on first use)."""
+def make_checker(options: EntailmentOptions) -> EntailmentChecker | None:
+    """The converter + NLI check the options name (the models load on first use), or None with
+    `--no-entailment`."""
+    if not options.entailment:
+        return None
     return LazyEntailmentChecker(
-        converter_model=args.converter_model,
-        nli_model=args.nli_model,
-        batch_size=args.nli_batch_size,
-        dtype=args.nli_dtype,
-        device=args.nli_device,
-        max_nli_tokens=args.max_nli_tokens or None,
-        converter_max_new_tokens=args.converter_max_new_tokens,
+        converter_model=options.converter_model,
+        nli_model=options.nli_model,
+        batch_size=options.nli_batch_size,
+        dtype=options.nli_dtype,
+        device=options.nli_device,
+        max_nli_tokens=options.max_nli_tokens or None,
+        converter_max_new_tokens=options.converter_max_new_tokens,
     )
 
 
+def run(options: FilterOptions, entailment: EntailmentOptions) -> dict:
+    """Runs the filter stage from its options (the command line, or `build all`).
+
+    Returns:
+        The saved statistics.
+    """
+    check_output(options.output)
+    return filter_questions(
+        options.input,
+        options.output,
+        checker=make_checker(entailment),
+        suffix_rule=entailment.strip_disambiguation,
+        chunk_size=options.chunk_size,
+        overwrite=options.overwrite,
+        settings=entailment_settings(entailment),
+        show_progress=options.progress,
+    )
+
+
+OPTIONS = (FilterOptions, EntailmentOptions)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    checker = None if args.no_entailment else checker_from_args(args)
-    try:
-        run(
-            args.input,
-            args.output,
-            checker=checker,
-            suffix_rule=args.strip_disambiguation,
-            chunk_size=args.chunk_size,
-            overwrite=args.overwrite,
-            settings=entailment_settings(args),
-            show_progress=not args.no_progress,
-        )
-    except ValueError as err:
-        print(f"ambigdocs build filter: error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    description = "not formatted / not ambiguous / not entailed (docs/pipeline.md section 3)."
+    return run_command("ambigdocs build filter", description, OPTIONS, run, argv)
 
 
 if __name__ == "__main__":

@@ -53,14 +53,16 @@ Python: `run(dump, output, ...)` (used by `build all`).
 
 from __future__ import annotations
 
-import argparse
 import bz2
 import gzip
 import os
 import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
 from generation.datagen.gather_rules import (
     authors_dump_entities,
@@ -68,8 +70,9 @@ from generation.datagen.gather_rules import (
     authors_valid_title,
     opens_a_line,
 )
-from generation.datagen.stage_io import format_stats, stats_path
+from generation.datagen.stage_io import check_output, format_stats, stats_path
 from generation.io.records import atomic_write_json
+from generation.options import one_line, option, run_command
 
 # The disambiguation templates of the English Wikipedia (Category:Disambiguation message boxes)
 # and their common redirects, lower-cased, spaces for underscores.
@@ -245,29 +248,54 @@ def iter_disambiguation_pages(
         except Exception as err:  # mwxml raises several types on a non-dump file
             raise ValueError(f"{path}: not a MediaWiki XML dump ({err})") from None
         namespaces = [ns.name for ns in (parsed.site_info.namespaces or []) if ns.id != 0]
-        for page in tqdm(parsed, desc=f"reading {path.name}", unit=" pages", disable=not progress):
-            stats["pages_read"] += 1
-            if page.namespace != 0:
-                continue
-            if page.redirect:
-                stats["redirects"] += 1
-                if redirects is not None:
-                    redirects[normalize_title(page.title)] = normalize_title(page.redirect)
-                continue
-            stats["articles"] += 1
-            text = None
-            for revision in page:  # the last revision is the current one
-                text = revision.text
-            if not text or not screen.search(text) or not uses_template(text, wanted):
-                continue
-            stats["disambiguation_pages"] += 1
-            if entity_rule == "list-items":
-                yield page.title, list_entities(text, namespaces)
-            elif not authors_valid_title(page.title):
-                stats["invalid_titles"] += 1
-            else:
-                blocked = [*namespaces, "image", *INTERWIKI_PREFIXES]
-                yield page.title, authors_dump_entities(text, blocked)
+        pages = tqdm(parsed, desc=f"reading {path.name}", unit=" pages", disable=not progress)
+        with _unreadable_dump(path, stats):
+            for page in pages:
+                found = _disambiguation_entry(page, screen, wanted, namespaces, redirects, stats,
+                                              entity_rule)  # fmt: skip
+                if found is not None:
+                    yield found
+
+
+def _disambiguation_entry(page, screen, wanted, namespaces, redirects, stats, entity_rule):
+    """(title, entities) when the page is a disambiguation page that passes the title rule;
+    counts the page in `stats` and records a redirect in `redirects`."""
+    stats["pages_read"] += 1
+    if page.namespace != 0:
+        return None
+    if page.redirect:
+        stats["redirects"] += 1
+        if redirects is not None:
+            redirects[normalize_title(page.title)] = normalize_title(page.redirect)
+        return None
+    stats["articles"] += 1
+    text = None
+    for revision in page:  # the last revision is the current one
+        text = revision.text
+    if not text or not screen.search(text) or not uses_template(text, wanted):
+        return None
+    stats["disambiguation_pages"] += 1
+    if entity_rule == "list-items":
+        return page.title, list_entities(text, namespaces)
+    if not authors_valid_title(page.title):
+        stats["invalid_titles"] += 1
+        return None
+    blocked = [*namespaces, "image", *INTERWIKI_PREFIXES]
+    return page.title, authors_dump_entities(text, blocked)
+
+
+@contextmanager
+def _unreadable_dump(path: Path, stats: dict):
+    """A dump that breaks off or goes bad mid-stream (truncated XML or compression) is bad
+    input: a ValueError naming the file and how far it was read."""
+    from mwxml.errors import MalformedXML
+
+    try:
+        yield
+    except (SyntaxError, EOFError, OSError, MalformedXML) as err:  # ParseError is a SyntaxError
+        raise ValueError(
+            f"{path}: the dump is not readable after {stats['pages_read']} pages ({one_line(err)})"
+        ) from None
 
 
 def run(
@@ -296,10 +324,8 @@ def run(
     Returns:
         The statistics as saved.
     """
-    if source not in ("dump", "api"):
-        raise ValueError(f"source must be 'dump' or 'api', got {source!r}")
-    if entity_rule not in ENTITY_RULES:
-        raise ValueError(f"entity_rule must be one of {ENTITY_RULES}, got {entity_rule!r}")
+    _check_options(source, entity_rule, min_entities, max_entities, templates)
+    check_output(output)
     counts: dict[str, int] = {}
     if source == "api":
         found = gather_from_api(progress=progress, entity_rule=entity_rule)
@@ -317,6 +343,8 @@ def run(
                 page: _unique(redirects.get(t, t) for t in titles) for page, titles in found.items()
             }
     kept = {p: ts for p, ts in found.items() if min_entities <= len(ts) <= max_entities}
+    if not kept:
+        print(f"gather: warning: no disambiguation page kept; {output} is empty", file=sys.stderr)
     atomic_write_json(output, kept)
     stats = {
         "stage": "gather",
@@ -331,6 +359,19 @@ def run(
     atomic_write_json(stats_path(output), stats)
     print(format_stats(stats))
     return stats
+
+
+def _check_options(source, entity_rule, min_entities, max_entities, templates) -> None:
+    if source not in ("dump", "api"):
+        raise ValueError(f"source must be 'dump' or 'api', got {source!r}")
+    if entity_rule not in ENTITY_RULES:
+        raise ValueError(f"entity_rule must be one of {ENTITY_RULES}, got {entity_rule!r}")
+    if not 0 <= min_entities <= max_entities:
+        raise ValueError(
+            f"--min-entities {min_entities} and --max-entities {max_entities}: need 0 <= min <= max"
+        )
+    if source == "dump" and not [t for t in templates if normalize_template(t)]:
+        raise ValueError("--templates: give at least one template name")
 
 
 def _unique(titles: Iterable[str]) -> list[str]:
@@ -371,12 +412,12 @@ def gather_from_api(
     line of the text before "See also", in API order (the toolkit's earlier API rule).
 
     Raises:
-        ImportError: `wikipedia-api` is not installed.
+        ValueError: `wikipedia-api` is not installed.
     """
     try:
         import wikipediaapi
-    except ImportError as err:
-        raise ImportError("--source api needs `pip install wikipedia-api`") from err
+    except ImportError:
+        raise ValueError("--source api needs `pip install wikipedia-api`") from None
     from tqdm import tqdm
 
     wiki = wikipediaapi.Wikipedia(
@@ -411,61 +452,48 @@ def _category_members(category, depth: int, into: list[str]) -> None:
             _category_members(member, depth - 1, into)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="ambigdocs build gather",
-        description="Build the disambiguation map {page: [entity titles]} (pipeline.md §1).",
-    )
-    p.add_argument("--dump", help="MediaWiki XML dump (.xml, .xml.bz2, .xml.gz)")
-    p.add_argument("--output", required=True, help="the map JSON to write")
-    p.add_argument(
-        "--templates",
-        nargs="+",
-        default=list(DISAMBIGUATION_TEMPLATES),
+@dataclass(kw_only=True)
+class GatherOptions:
+    dump: str | None = option(None, help="MediaWiki XML dump (.xml, .xml.bz2, .xml.gz)")
+    output: str = option(help="the map JSON to write")
+    templates: list[str] = option(
+        list(DISAMBIGUATION_TEMPLATES),
         help="disambiguation template names (default: the English Wikipedia's)",
     )
-    p.add_argument("--min-entities", type=int, default=2)
-    p.add_argument("--max-entities", type=int, default=10)
-    p.add_argument(
-        "--resolve-redirects",
-        action="store_true",
-        help="map entity links through the dump's redirects (not the authors')",
+    min_entities: int = option(2, help="pages with fewer entities are left out")
+    max_entities: int = option(10, help="pages with more entities are left out")
+    resolve_redirects: bool = option(
+        False, help="map entity links through the dump's redirects (not the authors')"
     )
-    p.add_argument(
-        "--entity-rule",
-        choices=ENTITY_RULES,
-        default="authors",
+    entity_rule: Literal["authors", "list-items"] = option(
+        "authors",
         help="authors (default: their cuts, title rule and API link order) or list-items "
         "(links opening a list item, page order)",
     )
-    p.add_argument(
-        "--source",
-        choices=("dump", "api"),
-        default="dump",
+    source: Literal["dump", "api"] = option(
+        "dump",
         help="dump (default) or api: the authors' live route (needs wikipedia-api; unverified)",
     )
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    return p
+    progress: bool = option(True, help="show progress bars (--no-progress hides them)")
+
+    def __post_init__(self):
+        # Checked when the options are made, so that `build all` reports them before any stage
+        # runs (values of the wrong type are left to the type check).
+        typed = isinstance(self.min_entities, int) and isinstance(self.max_entities, int)
+        if typed and isinstance(self.templates, list):
+            templates = [t for t in self.templates if isinstance(t, str)]
+            _check_options(self.source, self.entity_rule, self.min_entities,
+                           self.max_entities, templates)  # fmt: skip
+
+
+OPTIONS = (GatherOptions,)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        run(
-            args.dump,
-            args.output,
-            templates=args.templates,
-            min_entities=args.min_entities,
-            max_entities=args.max_entities,
-            resolve_redirects=args.resolve_redirects,
-            source=args.source,
-            progress=not args.no_progress,
-            entity_rule=args.entity_rule,
-        )
-    except (ValueError, FileNotFoundError, ImportError) as err:
-        print(f"ambigdocs build gather: error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    description = "Build the disambiguation map {page: [entity titles]} (docs/pipeline.md §1)."
+    return run_command(
+        "ambigdocs build gather", description, OPTIONS, lambda o: run(**asdict(o)), argv
+    )
 
 
 if __name__ == "__main__":

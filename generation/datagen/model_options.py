@@ -1,39 +1,173 @@
 """The model options of the stages that call a model (`questions`, `expand`): one definition of
-the flags and of the back-end they describe."""
+the options and of the back-end they describe.
+
+`backend_option` is a list of `KEY=VALUE` strings, as typed on the command line
+(`--backend-option dtype=bfloat16 --backend-option device=cpu`, or several after one flag). In
+the `build all` YAML config it may be a mapping (`backend_option: {dtype: bfloat16}`), which is
+turned into the same strings, so both routes record and check one form.
+"""
 
 from __future__ import annotations
 
-import argparse
+import importlib
+import inspect
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 
 from generation.backends.base import BACKENDS, LazyBackend, parse_backend_options
+from generation.options import one_line, option
 
 
-def add_model_options(p: argparse.ArgumentParser, model_help: str, adapter_help: str) -> None:
-    """Adds `--backend`, `--model`, `--adapter`, `--batch-size` and `--backend-option`."""
-    p.add_argument("--backend", choices=sorted(BACKENDS), required=True, help="model back-end")
-    p.add_argument("--model", required=True, help=model_help)
-    p.add_argument("--adapter", help=adapter_help)
-    p.add_argument("--batch-size", type=int, help="back-end batch size (hf, vllm)")
-    p.add_argument(
-        "--backend-option",
-        action="append",
-        default=[],
+@dataclass(kw_only=True)
+class ModelOptions:
+    backend: str = option(help="model back-end: hf, vllm or openai")
+    model: str = option(help="model id or folder (hf, vllm), or the API model name (openai)")
+    adapter: str | None = option(None, help="PEFT adapter folder (hf, vllm)")
+    batch_size: int | None = option(None, help="back-end batch size (hf, vllm)")
+    backend_option: list[str] = option(
+        [],
+        help="extra back-end options KEY=VALUE, e.g. dtype=bfloat16 or base_url=...; repeatable",
+        action="extend",
         metavar="KEY=VALUE",
-        help="extra back-end option, e.g. dtype=bfloat16 or base_url=...; repeatable",
     )
 
-
-def backend_from_args(args: argparse.Namespace) -> LazyBackend:
-    """The back-end the options name, loaded on first use: a stage checks its input first, and
-    a resume with nothing left to do loads no model."""
-    options = parse_backend_options(args.backend_option)
-    if args.batch_size is not None:
-        options["batch_size"] = args.batch_size
-    if args.adapter:
-        options["adapter"] = args.adapter
-    return LazyBackend(args.backend, args.model, **options)
+    def __post_init__(self):
+        if isinstance(self.backend_option, Mapping):  # a YAML mapping
+            self.backend_option = [f"{k}={_yaml_scalar(v)}" for k, v in self.backend_option.items()]
+        check_model_options(self)
 
 
-def model_settings(args: argparse.Namespace) -> dict:
+def _yaml_scalar(value) -> str:
+    """A value as `parse_backend_options` reads it back unchanged (YAML; JSON where needed)."""
+    import yaml
+
+    if isinstance(value, str):
+        try:
+            if yaml.safe_load(value) == value:
+                return value
+        except yaml.YAMLError:
+            pass
+    return json.dumps(value)
+
+
+def _factory(kind: str):
+    module_name, name = BACKENDS[kind].split(":")
+    return getattr(importlib.import_module(module_name), name)
+
+
+def backend_options(model: ModelOptions) -> dict:
+    """The keyword options `load_backend` receives (batch size and adapter included)."""
+    options = parse_backend_options(model.backend_option)
+    if model.batch_size is not None:
+        options["batch_size"] = model.batch_size
+    if model.adapter:
+        options["adapter"] = model.adapter
+    return options
+
+
+def check_model_options(model: ModelOptions) -> None:
+    """Checks the back-end name and that the back-end takes every option given, without
+    loading anything (the back-end's module is imported; its heavy imports are deferred).
+
+    Raises:
+        ValueError: an unknown back-end, a malformed `KEY=VALUE`, or an option the back-end
+            does not take (naming it and the ones it takes).
+    """
+    if not isinstance(model.backend, str) or model.backend not in BACKENDS:
+        raise ValueError(f"option 'backend': {model.backend!r} is not one of {sorted(BACKENDS)}")
+    if not isinstance(model.backend_option, list) or not all(
+        isinstance(p, str) for p in model.backend_option
+    ):
+        raise ValueError(
+            f"option 'backend_option': {model.backend_option!r} is not a list of KEY=VALUE "
+            "strings (or, in YAML, a mapping)"
+        )
+    options = backend_options(model)
+    parameters = inspect.signature(_factory(model.backend)).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return
+    taken = sorted(name for name in parameters if name != "model")
+    for key in options:
+        if key not in taken:
+            flag = {"adapter": "--adapter", "batch_size": "--batch-size"}.get(key)
+            flag = flag or f"--backend-option {key}=..."
+            raise ValueError(
+                f"{flag}: the {model.backend} back-end takes no option {key!r}; it takes {taken}"
+            )
+
+
+class StageBackend(LazyBackend):
+    """The back-end of a stage, loaded on first use (a stage checks its input first, and a
+    resume with nothing left to do loads no model); a model that cannot be loaded is bad input
+    (one line, exit status 2), not a crash."""
+
+    @property
+    def loaded(self):
+        if self._backend is None:
+            kind, name, _ = self._args
+            try:
+                return super().loaded
+            except (OSError, ImportError) as err:
+                raise ValueError(
+                    f"{kind} model {name!r}: cannot load it ({one_line(err)})"
+                ) from err
+        return self._backend
+
+
+def make_backend(model: ModelOptions) -> StageBackend:
+    """The back-end the options name, loaded on first use."""
+    return StageBackend(model.backend, model.model, **backend_options(model))
+
+
+def has_chat_template(model: ModelOptions, backend: LazyBackend | None = None) -> bool:
+    """Whether the model renders chat messages, the rule of `ambigdocs answer`'s default prompt
+    format. For hf and vllm it is read from the tokenizer alone (no weights are loaded, and a
+    model that is not there is reported before any work); openai models are chat models; a
+    plug-in back-end is asked after loading.
+
+    Raises:
+        ValueError: the tokenizer cannot be loaded (names the model).
+    """
+    if model.backend == "openai":
+        return True
+    if model.backend in ("hf", "vllm"):
+        return _tokenizer_has_chat_template(model)
+    loaded = (backend or make_backend(model)).loaded
+    return bool(getattr(loaded, "has_chat_template", False))
+
+
+def _tokenizer_has_chat_template(model: ModelOptions) -> bool:
+    from transformers import AutoTokenizer
+
+    options = parse_backend_options(model.backend_option)
+    source = str(options.get("tokenizer") or model.model)
+    local = Path(source).expanduser()
+    if (local.is_absolute() or source.startswith((".", "~"))) and not local.is_dir():
+        raise ValueError(f"--model {source!r}: no such model folder")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(
+            source, trust_remote_code=bool(options.get("trust_remote_code", False))
+        )
+    except (OSError, ValueError) as err:
+        raise ValueError(
+            f"--model {source!r}: cannot load its tokenizer ({one_line(err)})"
+        ) from None
+    return bool(getattr(tokenizer, "chat_template", None))
+
+
+def check_model_loadable(model: ModelOptions) -> None:
+    """Loads the tokenizer of an hf/vllm model (no weights), so that a model that is not there
+    is reported before a long input scan rather than after it.
+
+    Raises:
+        ValueError: the tokenizer cannot be loaded (names the model).
+    """
+    if model.backend in ("hf", "vllm"):
+        _tokenizer_has_chat_template(model)
+
+
+def model_settings(model: ModelOptions) -> dict:
     """The model options that decide a stage's outputs (checked when a run resumes)."""
-    return {"backend": args.backend, "model": args.model, "adapter": args.adapter}
+    return {"backend": model.backend, "model": model.model, "adapter": model.adapter}

@@ -44,6 +44,7 @@ Python: `run(config_path, overwrite=(), dry_run=False) -> int`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import importlib
 import json
@@ -51,12 +52,12 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import MISSING, asdict
 from pathlib import Path
 
 from generation.cli import STAGES
 from generation.datagen.stage_io import stats_path
-from generation.io.records import atomic_write_json
+from generation.io.records import atomic_write_json, check_utf8
 from generation.io.resume import partial_path
 from generation.options import INPUT_ERRORS, one_line, parse_mapping
 
@@ -94,7 +95,15 @@ def load_config(path: str | os.PathLike) -> tuple[Path, dict[str, dict]]:
     import yaml
 
     path = Path(path)
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    raw = path.read_bytes()
+    check_utf8(path, raw)
+    try:
+        data = yaml.safe_load(raw) or {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or type(err).__name__
+        raise ValueError(f"{path}{where}: not valid YAML ({problem})") from None
     if not isinstance(data, dict) or not isinstance(data.get("stages"), dict):
         raise ValueError(f"{path}: expected a mapping with a `stages:` mapping")
     unknown = set(data) - {"workdir", "stages"}
@@ -125,23 +134,23 @@ def load_config(path: str | os.PathLike) -> tuple[Path, dict[str, dict]]:
     return workdir, ordered
 
 
-def to_argv(options: Mapping[str, object]) -> list[str]:
-    """Stage options to command-line arguments: `--key value`, `--flag`, `--key v1 v2` for lists
-    (the options that take several values), `--key k=v` per item of a mapping (repeatable)."""
+def command_line(options: Sequence[object]) -> list[str]:
+    """The command-line arguments that give these option dataclasses: the options that differ
+    from their defaults, `--no-X` for a flag turned off, several values after a list option."""
     argv: list[str] = []
-    for key, value in options.items():
-        flag = "--" + key.replace("_", "-")
-        if value is None or value is False:
-            continue
-        if value is True:
-            argv.append(flag)
-        elif isinstance(value, (list, tuple)):
-            argv += [flag, *map(str, value)]
-        elif isinstance(value, dict):
-            for k, v in value.items():  # e.g. backend_option: {dtype: bfloat16}
-                argv += [flag, f"{k}={v}"]
-        else:
-            argv += [flag, str(value)]
+    for values in options:
+        for f in dataclasses.fields(values):
+            value = getattr(values, f.name)
+            default = f.default_factory() if f.default_factory is not MISSING else f.default
+            if value == default:
+                continue
+            flag = "--" + f.name.replace("_", "-")
+            if isinstance(value, bool):
+                argv.append(flag if value else "--no-" + f.name.replace("_", "-"))
+            elif isinstance(value, (list, tuple)):
+                argv += [flag, *map(str, value)]
+            elif value is not None:
+                argv += [flag, str(value)]
     return argv
 
 
@@ -256,49 +265,52 @@ def run(
 
 
 class _StagePlan:
-    """One stage of the config, its options parsed into the stage's option dataclass."""
+    """One stage of the config, its options parsed into the stage's option dataclasses."""
 
     def __init__(self, name: str, module, options: tuple):
         self.name, self.module, self.options = name, module, options
-        self.record = _json_safe({k: v for o in options for k, v in asdict(o).items()})
+        self.record = _record(options)
 
     def describe(self) -> str:
-        return f"ambigdocs build {self.name} {' '.join(to_argv(self.record))}"
+        return f"ambigdocs build {self.name} {' '.join(command_line(self.options))}"
 
     def run(self, overwrite: bool) -> int:
-        values = {k: v for o in self.options for k, v in asdict(o).items()}
-        if overwrite and "overwrite" in values:
-            values["overwrite"] = True
+        options = [
+            dataclasses.replace(o, overwrite=True) if overwrite and hasattr(o, "overwrite") else o
+            for o in self.options
+        ]
         try:
-            self.module.run(**values)
+            # A stage with one option dataclass takes its fields, one with several takes them.
+            if len(options) == 1:
+                self.module.run(**asdict(options[0]))
+            else:
+                self.module.run(*options)
         except INPUT_ERRORS as err:
             print(f"ambigdocs build {self.name}: error: {one_line(err)}", file=sys.stderr)
             return 2
         return 0
 
 
-class _ArgvStagePlan:
-    """A stage whose module still takes its options as command-line arguments."""
-
-    def __init__(self, name: str, module, options: Mapping[str, object]):
-        self.name, self.module = name, module
-        self.record = _json_safe(dict(options))
-
-    def describe(self) -> str:
-        return f"ambigdocs build {self.name} {' '.join(to_argv(self.record))}"
-
-    def run(self, overwrite: bool) -> int:
-        argv = to_argv(self.record) + (["--overwrite"] if overwrite else [])
-        return int(self.module.main(argv) or 0)
-
-
-def _stage_plan(name: str, options: Mapping[str, object], config_path) -> object:
+def _stage_options(name: str, options: Mapping[str, object], where: str) -> tuple:
+    """The stage's options parsed into its option dataclasses (checked: names, types, values)."""
     module = importlib.import_module(STAGES[name][0])
-    option_types = getattr(module, "OPTIONS", None)
-    if option_types is None:
-        return _ArgvStagePlan(name, module, options)
-    where = f"{config_path}: stage {name!r}"
-    return _StagePlan(name, module, parse_mapping(option_types, options, where))
+    known = {f.name for t in module.OPTIONS for f in dataclasses.fields(t)}
+    for key in options:
+        # `no_progress: true` was the argv form; the option is now the flag itself.
+        if key not in known and key.startswith("no_") and key[3:] in known:
+            raise ValueError(f"{where}: option {key!r} is now `{key[3:]}: false`")
+    return parse_mapping(module.OPTIONS, options, where)
+
+
+def _stage_plan(name: str, options: Mapping[str, object], config_path) -> _StagePlan:
+    module = importlib.import_module(STAGES[name][0])
+    parsed = _stage_options(name, options, f"{config_path}: stage {name!r}")
+    return _StagePlan(name, module, parsed)
+
+
+def _record(options: Sequence[object]) -> dict:
+    """Every option of a stage, defaults filled in, as the state file records them."""
+    return _json_safe({k: v for o in options for k, v in asdict(o).items()})
 
 
 def _json_safe(values: Mapping[str, object]) -> dict:
@@ -308,12 +320,7 @@ def _json_safe(values: Mapping[str, object]) -> dict:
 
 def _recorded_options(name: str, options: Mapping[str, object]) -> dict:
     """The options as `run` records them (defaults filled in), to compare with the record."""
-    module = importlib.import_module(STAGES[name][0])
-    option_types = getattr(module, "OPTIONS", None)
-    if option_types is None:
-        return _json_safe(dict(options))
-    parsed = parse_mapping(option_types, options, f"stage {name!r}")
-    return _json_safe({k: v for o in parsed for k, v in asdict(o).items()})
+    return _record(_stage_options(name, options, f"stage {name!r}"))
 
 
 def _read_state(path: Path) -> dict:

@@ -18,7 +18,9 @@ Prompts: `generation.prompts.render_question_prompt` (Figure 9 with the paper's 
 user's `--exemplars` file; `--prompt-format chat` for API/chat models, `instruction` for the
 distilled model, `plain` for a base model, `authors` for the exact messages of the authors' GPT-4
 script: their two exemplars, the query parts run together). The default is `instruction` when
-`--adapter` is given (the distilled model) and `chat` otherwise. The model calls go through the
+`--adapter` is given (the distilled model); otherwise, as for `ambigdocs answer`, `chat` when the
+model has a chat template (read from the tokenizer, before any weights load) and `plain` when it
+has none (`resolve_prompt_format`). The model calls go through the
 shared back-ends (`generation.backends.load_backend`) in chunks of `--chunk-size` seed pairs; every
 finished chunk is saved (`<output>.partial.jsonl`), so a rerun after a crash continues where it
 stopped. `--max-new-tokens` defaults to 150 for the `instruction` format (the authors' distilled
@@ -45,19 +47,25 @@ The filter stage's "more than four pieces" check applies to both.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
 
-from generation.backends.base import (
-    Backend,
+from generation.backends.base import Backend, LazyBackend
+from generation.datagen.model_options import (
+    ModelOptions,
+    check_model_loadable,
+    has_chat_template,
+    make_backend,
+    model_settings,
 )
-from generation.datagen.model_options import add_model_options, backend_from_args, model_settings
-from generation.datagen.stage_io import read_stage, write_stage
+from generation.datagen.stage_io import check_output, read_stage, write_stage
 from generation.io.records import atomic_write_jsonl, read_records
 from generation.io.resume import chunks, finish_work, open_work
+from generation.options import check_at_least, option, run_command
 from generation.prompts import render_question_prompt
 
 PROMPT_FORMATS = ("chat", "instruction", "plain", "authors")
@@ -137,6 +145,8 @@ def validate_seed_rows(rows: Sequence[Mapping], source: str = "input") -> None:
         ValueError: naming the row (index and surface name) and the field that is wrong, or a
             surface name that occurs twice (it is the resume key).
     """
+    if not rows:
+        raise ValueError(f"{source}: holds no rows")
     seen = set()
     for i, row in enumerate(rows):
         where = f"{source}: row {i}"
@@ -175,7 +185,7 @@ def load_exemplars(path: str) -> list[dict]:
     return exemplars
 
 
-def run(
+def generate_questions(
     input_path: str,
     output_path: str,
     backend: Backend,
@@ -318,80 +328,121 @@ def _digest(obj) -> str | None:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="ambigdocs build questions",
-        description="A question and two answers per seed pair (pipeline.md section 3).",
+def resolve_prompt_format(
+    prompt_format: str | None,
+    model: ModelOptions,
+    backend: LazyBackend | None = None,
+    dry_run: bool = False,
+) -> str:
+    """The prompt format a run uses, decided before any weights load.
+
+    Unset, it is `instruction` with `--adapter` (the distilled model); otherwise the rule of
+    `ambigdocs answer`: `chat` when the model has a chat template (openai models always do),
+    else `plain`. An explicit `chat` on an hf/vllm model without a chat template is refused
+    here, not after loading the weights. A dry run checks no tokenizer when the format is given.
+
+    Raises:
+        ValueError: `chat` asked of a model without a chat template, or a tokenizer that
+            cannot be loaded (names the model).
+    """
+    if prompt_format is None and model.adapter:
+        return "instruction"
+    if prompt_format is not None and (dry_run or prompt_format != "chat"):
+        if not dry_run:
+            check_model_loadable(model)
+        return prompt_format
+    if prompt_format == "chat" and model.backend not in ("hf", "vllm"):
+        return prompt_format  # openai models are chat models; a plug-in renders what it takes
+    chat = has_chat_template(model, backend)
+    if prompt_format is None:
+        return "chat" if chat else "plain"
+    if not chat:
+        raise ValueError(
+            f"--prompt-format chat: the model {model.model!r} has no chat template; "
+            "use --prompt-format plain (or leave it unset)"
+        )
+    return prompt_format
+
+
+@dataclass(kw_only=True)
+class QuestionsOptions:
+    input: str = option(help="seed stage output (JSONL or Parquet)")
+    output: str = option(help="output file (.jsonl or .parquet)")
+    exemplars: str | None = option(
+        None, help="JSON/JSONL exemplar file replacing the paper's exemplar"
     )
-    p.add_argument("--input", required=True, help="seed stage output (JSONL or Parquet)")
-    p.add_argument("--output", required=True, help="output file (.jsonl or .parquet)")
-    add_model_options(
-        p,
-        model_help="model id / folder, or the API model name",
-        adapter_help="PEFT adapter of the distilled model (hf, vllm)",
+    prompt_format: Literal["chat", "instruction", "plain", "authors"] | None = option(
+        None,
+        help="default: instruction with --adapter (the distilled model); otherwise chat when "
+        "the model has a chat template (openai: always), else plain (as `ambigdocs answer`)",
     )
-    p.add_argument("--exemplars", help="JSON/JSONL exemplar file replacing the paper's exemplar")
-    p.add_argument(
-        "--prompt-format",
-        choices=PROMPT_FORMATS,
-        help="default: instruction with --adapter (the distilled model), chat otherwise",
-    )
-    p.add_argument(
-        "--max-new-tokens",
-        type=int,
+    max_new_tokens: int | None = option(
+        None,
         help="default: 150 for the instruction format (the authors' distilled model), else 200",
     )
-    p.add_argument(
-        "--parse-rule",
-        choices=PARSE_RULES,
-        default="auto",
+    parse_rule: Literal["auto", "lines", "markers"] = option(
+        "auto",
         help="lines (the authors' GPT-4 script), markers (their Llama script); auto: markers "
         "for the instruction format, lines otherwise",
     )
-    p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="write the exact model inputs to --output (JSONL); load no model, send nothing",
+    dry_run: bool = option(
+        False, help="write the exact model inputs to --output (JSONL); load no model, send nothing"
     )
-    p.add_argument("--chunk-size", type=int, default=64, help="seed pairs saved per step")
-    p.add_argument("--overwrite", action="store_true", help="discard an interrupted run's work")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    return p
+    chunk_size: int = option(64, help="seed pairs saved per step")
+    overwrite: bool = option(False, help="discard an interrupted run's work")
+    progress: bool = option(True, help="show a progress bar (--no-progress hides it)")
+
+    def __post_init__(self):
+        check_at_least(self, 1, "chunk_size", "max_new_tokens")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    prompt_format = args.prompt_format or ("instruction" if args.adapter else "chat")
+def run(options: QuestionsOptions, model: ModelOptions) -> dict | None:
+    """Runs the questions stage from its options (the command line, or `build all`).
+
+    Every option, the exemplar file and the prompt format (which may need the tokenizer, never
+    the weights) are checked before the input is read; the model loads on the first chunk.
+
+    Returns:
+        The saved statistics (None for a dry run).
+    """
+    check_output(options.output)
+    if options.exemplars and options.prompt_format == "authors":
+        _check_format("authors", options.exemplars)  # refused before the file is read
+    exemplars = load_exemplars(options.exemplars) if options.exemplars else None
+    backend = make_backend(model)
     try:
-        exemplars = load_exemplars(args.exemplars) if args.exemplars else None
-        if args.dry_run:
-            n = dry_run(args.input, args.output, prompt_format=prompt_format, exemplars=exemplars)
-            print(f"questions: wrote {n} model inputs to {args.output} (dry run)")
-            return 0
-    except (ValueError, OSError) as err:
-        print(f"ambigdocs build questions: error: {err}", file=sys.stderr)
-        return 2
-    backend = backend_from_args(args)
-    try:
-        run(
-            args.input,
-            args.output,
+        prompt_format = resolve_prompt_format(
+            options.prompt_format, model, backend, dry_run=options.dry_run
+        )
+        if options.dry_run:
+            n = dry_run(
+                options.input, options.output, prompt_format=prompt_format, exemplars=exemplars
+            )
+            print(f"questions: wrote {n} model inputs to {options.output} (dry run)")
+            return None
+        return generate_questions(
+            options.input,
+            options.output,
             backend,
             prompt_format=prompt_format,
             exemplars=exemplars,
-            max_new_tokens=args.max_new_tokens,
-            parse_rule=args.parse_rule,
-            chunk_size=args.chunk_size,
-            overwrite=args.overwrite,
-            settings=model_settings(args),
-            show_progress=not args.no_progress,
+            max_new_tokens=options.max_new_tokens,
+            parse_rule=options.parse_rule,
+            chunk_size=options.chunk_size,
+            overwrite=options.overwrite,
+            settings=model_settings(model),
+            show_progress=options.progress,
         )
-    except ValueError as err:
-        print(f"ambigdocs build questions: error: {err}", file=sys.stderr)
-        return 2
     finally:
         backend.close()
-    return 0
+
+
+OPTIONS = (QuestionsOptions, ModelOptions)
+
+
+def main(argv: list[str] | None = None) -> int:
+    description = "A question and two answers per seed pair (docs/pipeline.md section 3)."
+    return run_command("ambigdocs build questions", description, OPTIONS, run, argv)
 
 
 if __name__ == "__main__":

@@ -55,9 +55,9 @@ from pathlib import Path
 from typing import Literal
 
 from generation.datagen import overlap as ov
-from generation.datagen.stage_io import write_stage
+from generation.datagen.stage_io import check_output, write_stage
 from generation.io.passages import collect_passages
-from generation.io.records import gc_paused
+from generation.io.records import check_utf8, gc_paused
 from generation.io.resume import discard_work, open_work
 from generation.options import option, run_command
 
@@ -70,18 +70,31 @@ def read_disambiguation_map(path: str | os.PathLike) -> dict[str, list[str]]:
     """Reads and checks a disambiguation map `{page: [entity titles]}`.
 
     Raises:
-        ValueError: the file is not a JSON object of string lists; the message names the page
-            and the entry.
+        ValueError: the file is empty, not UTF-8 (naming the line and byte), not valid JSON
+            (naming the line and column), not a JSON object of string lists (naming the page
+            and the entry), or holds no page.
     """
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(21, "is a folder, not the map JSON", str(path))
+    raw = path.read_bytes()
+    check_utf8(path, raw)
+    if not raw.strip():
+        raise ValueError(f"{path}: the file is empty (expected a JSON object {{page: [titles]}})")
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(raw)
     except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from None
+        raise ValueError(
+            f"{path}, line {err.lineno}, column {err.colno}: not valid JSON ({err.msg})"
+        ) from None
     if not isinstance(data, dict):
         raise ValueError(
             f"{path}: expected a JSON object {{page: [entity titles]}}, got a {type(data).__name__}"
         )
+    if not data:
+        raise ValueError(f"{path}: the map holds no page")
     for page, titles in data.items():
+        _check_text(path, page, f"page {page!r}")
         if not isinstance(titles, list):
             raise ValueError(
                 f"{path}: page {page!r}: the entities must be a list of titles, "
@@ -92,7 +105,19 @@ def read_disambiguation_map(path: str | os.PathLike) -> dict[str, list[str]]:
                 raise ValueError(
                     f"{path}: page {page!r}, entity {i}: a title must be a string, got {title!r}"
                 )
+            _check_text(path, title, f"page {page!r}, entity {i}")
     return data
+
+
+def _check_text(path, text: str, where: str) -> None:
+    # A JSON escape can make a lone surrogate, which no output file can hold: refuse it here,
+    # named, rather than when the output is written.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"{path}: {where}: holds a lone UTF-16 surrogate ({text[:40]!r}), which is not text"
+        ) from None
 
 
 def kept_pages(
@@ -293,8 +318,14 @@ def run(
         ResumeRefused: an interrupted run's work was made with other options or inputs.
     """
     _check_options(tie_break, method, num_proc)
+    check_output(output)
     mapping = read_disambiguation_map(disambiguation)
     pages = kept_pages(mapping, min_entities, max_entities)
+    if not pages:
+        raise ValueError(
+            f"{disambiguation}: none of its {len(mapping)} pages has "
+            f"{min_entities}..{max_entities} entities (--min-entities, --max-entities)"
+        )
     # What the finished pages depend on: work made from other inputs or options is refused.
     settings = {
         "tie_break": tie_break,
@@ -315,6 +346,8 @@ def run(
         by_page = {r["surface_name"]: r["selected"] for r in work.records}
 
     records = [by_page[p] for p in pages if by_page.get(p) is not None]
+    if not records:
+        print(f"seed: warning: no page has a seed pair; {output} is empty", file=sys.stderr)
     limits = (min_entities, max_entities, max_passages)
     stats = _statistics(mapping, pages, records, counts, usable, limits)
     stats.update(tie_break=tie_break, method=method)
@@ -337,7 +370,14 @@ def _collect_needed(passages, todo: Mapping[str, list[str]], max_passages: int, 
     """Streams the passage file once, keeping the passages of the titles the pages to do name."""
     with gc_paused():  # millions of short-lived rows, no cycles among them
         wanted = {t for titles in todo.values() for t in titles}
-        return collect_passages(passages, wanted, max_passages, progress)
+        collected, counts = collect_passages(passages, wanted, max_passages, progress)
+    if wanted and not counts:
+        # Every page would come out without a pair: most likely the wrong file.
+        raise ValueError(
+            f"{passages}: none of the {len(wanted)} entity titles of the map is a title "
+            "(third column) of this passage file"
+        )
+    return collected, counts
 
 
 def _select_pairs(todo, usable, work, tie_break, seed, method, num_proc, progress) -> None:

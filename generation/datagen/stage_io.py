@@ -28,6 +28,25 @@ def read_stage(path: str | os.PathLike) -> list[dict]:
     return read_records(path)
 
 
+def check_output(path: str | os.PathLike, option: str = "--output") -> None:
+    """Checks, before any work, that a stage can write its output file (and the files beside
+    it) at `path`: not a folder, and no file where a folder of the path should be.
+
+    Raises:
+        ValueError: names the option and the path.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{option} {path}: is a folder; give a file name")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{option} {path}: {parent} is a file, not a folder")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise ValueError(f"{option} {path}: cannot write in the folder {parent}")
+            return
+
+
 def stats_path(path: str | os.PathLike) -> Path:
     return Path(f"{path}.stats.json")
 

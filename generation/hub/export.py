@@ -28,9 +28,10 @@ from pathlib import Path
 
 import datasets
 
+from ambigdocs import ReleaseDownloadError
 from generation.hub import card as dataset_card
+from generation.hub import remote
 from generation.hub.layout import DEFAULT_MAX_SHARD_BYTES, check_config_name, write_split
-from generation.io.records import atomic_write_text
 
 
 def export_dataset(
@@ -60,13 +61,11 @@ def export_dataset(
             split name is not usable.
         FileExistsError: `output_dir` is a file.
     """
-    output_dir = Path(output_dir)
-    if output_dir.is_file():
-        raise FileExistsError(f"{output_dir}: is a file")
-    if output_dir.is_dir() and any(output_dir.iterdir()) and not overwrite:
-        raise ValueError(f"{output_dir}: exists and is not empty (use --overwrite to replace it)")
+    output_dir = check_output_dir(output_dir, overwrite)
     output_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.", dir=output_dir.parent))
+    # mkdtemp makes the folder 0700; the export is an ordinary output: it follows the umask.
+    staging.chmod(0o777 & ~_current_umask())
     try:
         card = dataset_card.new_card(repo_id)
         written = []
@@ -77,7 +76,8 @@ def export_dataset(
                 dataset_card.set_split(
                     card, config, split, ds.features, dataset_card.split_info(ds, split)
                 )
-        atomic_write_text(staging / "README.md", dataset_card.render(card))
+        # Inside the staging folder, which is renamed into place as a whole: a plain write.
+        (staging / "README.md").write_text(dataset_card.render(card), encoding="utf-8")
         written.append("README.md")
         if output_dir.exists():
             old = output_dir.with_name(f".{output_dir.name}.old")
@@ -91,6 +91,30 @@ def export_dataset(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return written
+
+
+def check_output_dir(output_dir: str | os.PathLike, overwrite: bool = False) -> Path:
+    """Checks that `output_dir` can be written before anything is built.
+
+    Raises:
+        FileExistsError: it is a file.
+        ValueError: a folder above it is a file, or it is not empty (without `overwrite`).
+    """
+    output_dir = Path(output_dir)
+    if output_dir.is_file():
+        raise FileExistsError(f"{output_dir}: is a file")
+    blocking = next((p for p in output_dir.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise ValueError(f"{output_dir}: cannot be created, {blocking} is a file")
+    if output_dir.is_dir() and any(output_dir.iterdir()) and not overwrite:
+        raise ValueError(f"{output_dir}: exists and is not empty (use --overwrite to replace it)")
+    return output_dir
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def build_configs(
@@ -165,20 +189,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     kwargs = {"cache_dir": args.cache_dir} if args.cache_dir else {}
     try:
+        check_output_dir(args.output_dir, args.overwrite)  # before the build, which may be long
         configs = build_configs(args.config, args.data_dir, **kwargs)
         written = export_dataset(
             configs, args.output_dir, args.repo_id, args.overwrite, args.max_shard_mb << 20
         )
-    except (ValueError, FileExistsError) as err:
-        print(f"ambigdocs export: {err}", file=sys.stderr)
-        return 1
-    except OSError as err:  # the release's download failed (offline, moved, no access)
+    except ReleaseDownloadError as err:
         print(
-            f"ambigdocs export: could not read the release ({err}); "
-            "give the raw files with --data-dir",
+            f"ambigdocs export: {err.reason}; give the raw files with --data-dir RAW, or "
+            "export the bundled sample with --config sample",
             file=sys.stderr,
         )
-        return 1
+        return 2
+    except Exception as err:  # bad input: one line, status 2; anything else is a bug
+        return remote.fail("ambigdocs export", err)
     for config, splits in configs.items():
         for split, ds in splits.items():
             print(f"{config}/{split}: {len(ds):,} rows")

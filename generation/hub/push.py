@@ -15,14 +15,17 @@ set of features, such a split belongs in its own `--config`.
 One commit replaces the split's Parquet files (`data/{split}-*` for `default`,
 `{config}/{split}-*` otherwise), leaves every other file alone, and rewrites the card's YAML
 (`configs`, `dataset_info`) and split table to match. The token comes from `HF_TOKEN` or
-`hf auth login` and is never printed. `--dry-run` reads the repository, then prints the files and
-the card that would be uploaded, and uploads nothing.
+`hf auth login` and is never printed. Names and rows are checked offline, before any Hub call.
+`--dry-run` reads the repository, then prints the files and the card that would be uploaded, and
+uploads nothing (when the Hub cannot be read: the plan for a new repository, then one line).
+Every failure ends with one line and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import fnmatch
+import functools
 import sys
 import tempfile
 from pathlib import Path
@@ -199,11 +202,13 @@ def plan_push(
 
     Raises:
         ValueError: the push would touch other splits, the config's features differ, the
-            config declares its files in a form other than `{split, path}` items, or the
-            repository holds data files its card does not describe.
+            config declares its files in a form other than `{split, path}` items, the
+            repository holds data files its card does not describe, or it holds `NAME.py`
+            (a loading script, which makes `datasets` refuse the whole repository).
     """
     check_split_name(split)
     check_config_name(config)
+    remote.check_no_loading_script(repo_id, state.files)
     card = dataset_card.read_card(card_text) if card_text else dataset_card.new_card(repo_id)
     configs = dataset_card.card_configs(card)
     data_like = [f for f in state.files if not any(fnmatch.fnmatchcase(f, p) for p in _NOT_DATA)]
@@ -286,31 +291,37 @@ def push_split(
         The commit's `CommitInfo`, or None on a dry run.
 
     Raises:
-        ValueError: the source is invalid, the card cannot be extended, or `create_pr` names
-            a branch that does not exist.
+        ValueError: a name or the source is invalid (found before any Hub call), the card
+            cannot be extended, or `create_pr` names a branch that does not exist.
+        Exception: whatever the Hub client raises when the Hub cannot be reached or refuses
+            (on a dry run, the plan for a new repository is printed first);
+            `remote.fail` turns it into one line.
     """
     out = out or sys.stdout
-    dataset = read_source(source, split, config, source_config)  # validate before any Hub call
+    # Everything that can be checked offline is checked before the first Hub call.
+    remote.check_repo_id(repo_id)
+    check_split_name(split)
+    check_config_name(config)
+    dataset = read_source(source, split, config, source_config)
     if api is None:
         from huggingface_hub import HfApi
 
         api = HfApi()
-    state = remote.read_repo_state(api, repo_id, REPO_TYPE, revision)
-    remote.check_pr_target(state, revision, create_pr)  # before printing or uploading anything
-    card_text = remote.read_text_file(api, repo_id, REPO_TYPE, state, "README.md")
     with tempfile.TemporaryDirectory(prefix="ambigdocs-push-") as tmp:
-        operations, readme = plan_push(dataset, repo_id, split, config, state, card_text, Path(tmp))
-        print(
-            f"{'would push' if dry_run else 'pushing'} {config}/{split} ({len(dataset):,} rows) "
-            f"to {repo_id}"
-            + (f"@{revision}" if revision else "")
-            + (" (new)" if not state.exists else ""),
-            file=out,
+        plan = functools.partial(
+            _print_plan, dataset, repo_id, split, config, Path(tmp), revision, out
         )
-        for line in remote.describe_operations(operations):
-            print(f"  {line}", file=out)
+        try:
+            state = remote.read_repo_state(api, repo_id, REPO_TYPE, revision)
+            card_text = remote.read_text_file(api, repo_id, REPO_TYPE, state, "README.md")
+        except Exception as err:
+            if dry_run and remote.is_unreachable(err):
+                # Still show what was checked offline: the plan for a new repository.
+                plan(remote.RepoState(), None, offline=True)
+            raise
+        remote.check_pr_target(state, revision, create_pr)  # before printing or uploading
+        operations = plan(state, card_text, dry_run=dry_run)
         if dry_run:
-            print("README.md would be:\n" + readme, file=out)
             return None
         info = remote.commit(
             api,
@@ -325,6 +336,40 @@ def push_split(
         )
     remote.report(info, out)
     return info
+
+
+def _print_plan(
+    dataset: datasets.Dataset,
+    repo_id: str,
+    split: str,
+    config: str,
+    workdir: Path,
+    revision: str | None,
+    out,
+    state: remote.RepoState,
+    card_text: str | None,
+    *,
+    dry_run: bool = True,
+    offline: bool = False,
+) -> list:
+    """Plans the commit (see `plan_push`) and prints it; on a dry run, the card too.
+
+    Returns:
+        The commit's operations.
+    """
+    operations, readme = plan_push(dataset, repo_id, split, config, state, card_text, workdir)
+    verb = "would push" if dry_run else "pushing"
+    where = repo_id + (f"@{revision}" if revision else "")
+    if offline:
+        where += " (checked offline, as a new repository: the Hub could not be read)"
+    elif not state.exists:
+        where += " (new)"
+    print(f"{verb} {config}/{split} ({len(dataset):,} rows) to {where}", file=out)
+    for line in remote.describe_operations(operations):
+        print(f"  {line}", file=out)
+    if dry_run:
+        print("README.md would be:\n" + readme, file=out)
+    return operations
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -345,10 +390,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="open a pull request (against an existing --revision)",
     )
     parser.add_argument("--dry-run", action="store_true", help="print what would be uploaded")
-    args = parser.parse_args(argv)
-    if args.repo_id.count("/") != 1:
-        parser.error("--repo-id must be NAMESPACE/NAME")
-    return args
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -365,12 +407,8 @@ def main(argv: list[str] | None = None) -> int:
             create_pr=args.create_pr,
             dry_run=args.dry_run,
         )
-    except ValueError as err:
-        print(f"ambigdocs push: {err}", file=sys.stderr)
-        return 1
-    except OSError as err:  # Hub errors (not found, offline, HTTP) are OSErrors
-        print(f"ambigdocs push: the Hub call failed: {err}", file=sys.stderr)
-        return 1
+    except Exception as err:
+        return remote.fail("ambigdocs push", err)
     return 0
 
 

@@ -27,6 +27,7 @@ same commit, so a renamed helper cannot linger. The token comes from `HF_TOKEN` 
 from __future__ import annotations
 
 import argparse
+import ast
 import re
 import shutil
 import sys
@@ -101,8 +102,7 @@ def space_name(repo_id: str) -> str:
         ValueError: `repo_id` is not `NAMESPACE/NAME`, or NAME is not a Python identifier
             (evaluate imports `NAME.py` as a module; `evaluate-cli` refuses dashes too).
     """
-    if repo_id.count("/") != 1:
-        raise ValueError(f"repo id {repo_id!r}: expected NAMESPACE/NAME")
+    remote.check_repo_id(repo_id)
     name = repo_id.split("/")[1]
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise ValueError(f"repo id {repo_id!r}: NAME must be letters, digits and '_' (no '-', '.')")
@@ -199,28 +199,22 @@ def push_metric(
     """
     out = out or sys.stdout
     with tempfile.TemporaryDirectory(prefix="ambigdocs-space-") as tmp:
+        # Offline first: the name, the module's files, their Python and the card.
         folder = Path(tmp) / space_name(repo_id)
         files = build_space_folder(repo_id, folder, metric_dir)
+        check_space_folder(folder)
         if api is None:
             from huggingface_hub import HfApi
 
             api = HfApi()
-        state = remote.read_repo_state(api, repo_id, REPO_TYPE, None)
-        operations: list = [CommitOperationAdd(f, str(folder / f)) for f in files]
-        operations += [
-            CommitOperationDelete(f) for f in state.files if f not in files and f not in _KEEP
-        ]
-        verb = "would publish" if dry_run else "publishing"
-        print(
-            f"{verb} the metric to Space {repo_id}" + ("" if state.exists else " (new)"), file=out
-        )
-        for line in remote.describe_operations(operations):
-            print(f"  {line}", file=out)
+        try:
+            state = remote.read_repo_state(api, repo_id, REPO_TYPE, None)
+        except Exception as err:
+            if dry_run and remote.is_unreachable(err):
+                _print_plan(repo_id, folder, files, remote.RepoState(), out, offline=True)
+            raise
+        operations = _print_plan(repo_id, folder, files, state, out, dry_run=dry_run)
         if dry_run:
-            print(
-                "README.md would be:\n" + (folder / "README.md").read_text(encoding="utf-8"),
-                file=out,
-            )
             return None
         info = remote.commit(
             api,
@@ -235,6 +229,63 @@ def push_metric(
     remote.report(info, out)
     print(f'load it with: evaluate.load("{repo_id}")', file=out)
     return info
+
+
+def _print_plan(
+    repo_id: str,
+    folder: Path,
+    files: list[str],
+    state: remote.RepoState,
+    out,
+    *,
+    dry_run: bool = True,
+    offline: bool = False,
+) -> list:
+    """The commit's operations (new files, stale ones deleted), printed; on a dry run, the card."""
+    operations: list = [CommitOperationAdd(f, str(folder / f)) for f in files]
+    operations += [
+        CommitOperationDelete(f) for f in state.files if f not in files and f not in _KEEP
+    ]
+    verb = "would publish" if dry_run else "publishing"
+    if offline:
+        where = " (checked offline, as a new Space: the Hub could not be read)"
+    else:
+        where = "" if state.exists else " (new)"
+    print(f"{verb} the metric to Space {repo_id}{where}", file=out)
+    for line in remote.describe_operations(operations):
+        print(f"  {line}", file=out)
+    if dry_run:
+        print(
+            "README.md would be:\n" + (folder / "README.md").read_text(encoding="utf-8"), file=out
+        )
+    return operations
+
+
+def check_space_folder(folder: Path) -> None:
+    """Checks the Space's Python offline: every file compiles, every relative import is there.
+
+    `evaluate.load` imports `NAME.py` and fetches the files it imports relatively (`from .x
+    import ...`); a missing one would only fail on the Hub, after the upload.
+
+    Raises:
+        ValueError: a file does not compile, or imports a module that is not in the folder.
+    """
+    for path in sorted(folder.glob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        try:
+            tree = ast.parse(source, filename=path.name)
+        except SyntaxError as err:
+            raise ValueError(
+                f"{path.name}, line {err.lineno}: does not compile ({err.msg})"
+            ) from None
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                target = node.module.split(".")[0]
+                if not (folder / f"{target}.py").is_file():
+                    raise ValueError(
+                        f"{path.name}, line {node.lineno}: imports .{node.module}, "
+                        f"but {target}.py is not in the metric folder"
+                    )
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -257,12 +308,8 @@ def main(argv: list[str] | None = None) -> int:
         push_metric(
             args.repo_id, metric_dir=args.metric_dir, private=args.private, dry_run=args.dry_run
         )
-    except (ValueError, FileExistsError) as err:
-        print(f"ambigdocs push-metric: {err}", file=sys.stderr)
-        return 1
-    except OSError as err:  # Hub errors (not found, offline, HTTP) are OSErrors
-        print(f"ambigdocs push-metric: the Hub call failed: {err}", file=sys.stderr)
-        return 1
+    except Exception as err:
+        return remote.fail("ambigdocs push-metric", err)
     return 0
 
 

@@ -8,13 +8,22 @@ one and check exactly what would be uploaded. The token is whatever `huggingface
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete
-from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete, constants
+from huggingface_hub.errors import (
+    HfHubHTTPError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
+
+from metric.ambigdocs_metric.hub_errors import hub_unreachable, root_cause
+
+_REPO_PART = re.compile(r"[A-Za-z0-9][\w.-]*")
 
 
 @dataclass
@@ -162,3 +171,70 @@ def report(info: Any, out=None) -> None:
     url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None)
     if url:
         print(f"committed: {url}", file=out)
+
+
+def check_repo_id(repo_id: str) -> str:
+    """Returns `repo_id` if it is `NAMESPACE/NAME` with usable parts (checked offline).
+
+    Raises:
+        ValueError: it is not.
+    """
+    parts = repo_id.split("/") if isinstance(repo_id, str) else []
+    if len(parts) != 2 or not all(_REPO_PART.fullmatch(p) for p in parts):
+        raise ValueError(
+            f"repo id {repo_id!r}: expected NAMESPACE/NAME (letters, digits, '_', '-', '.')"
+        )
+    return repo_id
+
+
+def check_no_loading_script(repo_id: str, files: list[str]) -> None:
+    """Refuses to extend a dataset repository that holds a loading script named after it.
+
+    `datasets` >= 4 refuses a Hub dataset repository NAMESPACE/NAME that holds `NAME.py` at its
+    root ("Dataset scripts are no longer supported"), whatever else it holds, so a push there
+    would publish data nobody can load.
+
+    Raises:
+        ValueError: the repository holds `NAME.py`.
+    """
+    script = f"{repo_id.split('/')[-1]}.py"
+    if script in files:
+        raise ValueError(
+            f"{repo_id}: holds {script}, a loading script: datasets >= 4 refuses to load a "
+            f"repository holding a script named after it. Delete it first "
+            f"(HfApi().delete_file({script!r}, {repo_id!r}, repo_type='dataset')) or push to "
+            "another repository"
+        )
+
+
+def is_unreachable(err: BaseException) -> bool:
+    """Whether `err` says the Hub could not be reached (network, offline mode)."""
+    return hub_unreachable(err)
+
+
+def fail(prog: str, err: BaseException) -> int:
+    """Prints one line for a failed Hub command and returns its exit status, 2.
+
+    Bad input (`ValueError`, `FileExistsError`) is printed as is; an unreachable Hub names the
+    endpoint and the root cause; any other Hub error (not found, no access, HTTP) its root
+    cause; a local file error its file. Nothing else is expected here: it is raised again, as a
+    bug.
+
+    Raises:
+        Exception: `err` itself, when it is none of these.
+    """
+    if isinstance(err, (ValueError, FileExistsError)):
+        message = str(err)
+    elif is_unreachable(err):
+        detail = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else root_cause(err)
+        message = f"cannot reach the Hugging Face Hub at {constants.ENDPOINT} ({detail})"
+    elif isinstance(err, HfHubHTTPError):
+        message = f"the Hub call failed: {root_cause(err)}"
+    elif isinstance(err, OSError) and err.filename:  # a local file or folder
+        message = f"{err.filename}: {err.strerror or root_cause(err)}"
+    elif isinstance(err, OSError):
+        message = f"the Hub call failed: {root_cause(err)}"
+    else:
+        raise err
+    print(f"{prog}: {message}", file=sys.stderr)
+    return 2

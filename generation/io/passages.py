@@ -16,6 +16,8 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from generation.io.records import check_utf8
+
 # Passages are about 600 bytes, but a few are far longer; the csv default limit (128 KiB) would
 # make a single odd row abort a multi-hour run.
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -84,10 +86,20 @@ def iter_passages(path: str | os.PathLike, progress: bool = True) -> Iterator[tu
         progress: show a progress bar (over bytes read; characters, for speed).
 
     Raises:
-        ValueError: a row has fewer than 3 fields; the message names the file and line.
+        ValueError: a row has fewer than 3 fields, or the file is not UTF-8; the message names
+            the file and line (and byte).
+        IsADirectoryError: the path is a folder (FileNotFoundError: it does not exist).
     """
     for _, pid, text, title in _rows(path, 0, progress, offsets=False):
         yield pid, text, title
+
+
+def _raise_utf8_error(path: Path) -> None:
+    """Finds the first line that is not UTF-8 (only when decoding failed: the fast path decodes
+    in large chunks, which do not know their line) and raises a ValueError naming it."""
+    with path.open("rb") as f:
+        for lineno, line in enumerate(f, 1):
+            check_utf8(path, line, first_line=lineno)
 
 
 def _rows(path, start: int, progress: bool, offsets: bool) -> Iterator[tuple[int, str, str, str]]:
@@ -100,6 +112,8 @@ def _rows(path, start: int, progress: bool, offsets: bool) -> Iterator[tuple[int
     from tqdm.auto import tqdm
 
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(21, "is a folder, not the passage TSV", str(path))
     where = [start if offsets else -1]
     with (
         path.open("rb") if offsets else path.open(encoding="utf-8") as f,
@@ -121,9 +135,8 @@ def _rows(path, start: int, progress: bool, offsets: bool) -> Iterator[tuple[int
             except StopIteration:
                 return
             except UnicodeDecodeError as err:
-                raise ValueError(
-                    f"{path}: not UTF-8 after byte {max(row_start, 0)} ({err})"
-                ) from None
+                _raise_utf8_error(path)  # names the line and byte
+                raise ValueError(f"{path}: not UTF-8 after byte {max(row_start, 0)}") from err
             if not row:
                 continue  # a blank line (e.g. a trailing newline) holds no passage
             if len(row) < 3:
@@ -182,6 +195,9 @@ def collect_passages(
         max_per_title: titles with more passages than this are dropped (pipeline.md §1: 20).
         progress: show a progress bar.
 
+    Raises:
+        ValueError: the file holds no passage row, or a malformed one (see `iter_passages`).
+
     Returns:
         (kept, counts): kept maps each wanted title with 1..max_per_title passages to its
         [(pid, text), ...] in file order; counts maps every wanted title found to its number of
@@ -190,7 +206,9 @@ def collect_passages(
     wanted = set(titles)
     held: dict[str, list[tuple[str, str]]] = {}
     counts: dict[str, int] = {}
+    rows = 0
     for pid, text, title in iter_passages(path, progress=progress):
+        rows += 1
         if title not in wanted:
             continue
         n = counts.get(title, 0) + 1
@@ -199,6 +217,8 @@ def collect_passages(
             held.setdefault(title, []).append((pid, text))
         elif n == max_per_title + 1:
             del held[title]  # too many: its passages are never needed, free them now
+    if not rows:
+        raise ValueError(f"{path}: holds no passages (expected rows `id<TAB>text<TAB>title`)")
     return held, counts
 
 

@@ -159,19 +159,26 @@ def load_qa_model(name: str):
 
 
 def try_load_qa_model(name: str):
-    """(the QA model, None), or (None, why not) after printing why in one line."""
-    from metric.ambigdocs_metric.disambig_f1 import QAExtractor
+    """(the QA model, None), or (None, why not) after printing why in one line when the Hub
+    cannot be reached and the model is not in the local cache.
+
+    Raises:
+        QAModelError: (an OSError) the model fails to load for another reason (a missing
+            folder, an unknown id, not a question-answering model): an error, not a skip.
+    """
+    from metric.ambigdocs_metric.qa_loading import QAModelError, load_qa_extractor
 
     try:
-        return QAExtractor(name), None
-    except Exception as err:  # offline, missing files, wrong id: any reason is reported alike
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return load_qa_extractor(name), None
+    except QAModelError as err:
+        if not err.unreachable:
+            raise
         print(
-            f"Disambig-F1 skipped: cannot load the QA model {name!r} ({reason[:160]}). "
-            "Use --no-df1 to skip it, or --qa-model PATH to point to a local copy.",
+            f"Disambig-F1 skipped: the QA model {name!r} is not in the local cache and the Hub "
+            "cannot be reached. Use --qa-model PATH for a local copy, or --no-df1.",
             file=sys.stderr,
         )
-        return None, f"cannot load the QA model ({reason[:160]})"
+        return None, "the Hub cannot be reached and the QA model is not in the local cache"
 
 
 # --- output ----------------------------------------------------------------------------------------
@@ -315,8 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--qa-model",
         help=f"QA model for Disambig-F1 (path or Hub id; default {DEFAULT_QA_MODEL}, skipped "
-        "with a note when it cannot be loaded; a model named here that cannot be loaded, or "
-        "that is not a question-answering model, is an error)",
+        "with a note when the Hub cannot be reached and it is not cached; a model named here "
+        "that cannot be loaded, or that is not a question-answering model, is an error)",
     )
     p.add_argument("--qa-batch-size", type=int, default=64, help="windows per QA forward pass")
     p.add_argument(
@@ -422,15 +429,10 @@ def _qa_model(args: argparse.Namespace):
         return None, "--no-df1 was given"
     if args.qa_model is None:
         return try_load_qa_model(DEFAULT_QA_MODEL)
-    from metric.ambigdocs_metric.disambig_f1 import QAExtractor
+    from metric.ambigdocs_metric.qa_loading import load_qa_extractor
 
-    try:
-        qa = QAExtractor(args.qa_model)
-    except Exception as err:  # any failure to load a model the user asked for is their input's
-        raise ValueError(
-            f"--qa-model {args.qa_model}: cannot be loaded ({one_line(err)[:200]})"
-        ) from None
-    return qa, None
+    # A model the user named must load: QAModelError (an OSError) ends the command in one line.
+    return load_qa_extractor(args.qa_model), None
 
 
 def _write_scores(args, loaded, scored, qa, qa_absent) -> dict[str, dict]:

@@ -1,13 +1,17 @@
 """AmbigDocs metric as an `evaluate` module: a thin shell over `scoring.py` and `disambig_f1.py`."""
 
+from collections.abc import Mapping
+
 import datasets
 import evaluate
 
-from .disambig_f1 import DEFAULT_QA_MODEL, QAExtractor, disambig_f1
-from .scoring import CATEGORIES, Reference, aggregate, score_examples, validate_inputs
+from .disambig_f1 import DEFAULT_QA_MODEL, disambig_f1
 
 # evaluate copies only the files this script imports itself (and no comment may follow an import
-# line: evaluate would read it as a download address), so stopwords.py is imported here too.
+# line: evaluate would read it as a download address), so every helper is imported here.
+from .hub_errors import hub_unreachable
+from .qa_loading import QAModelError, load_qa_extractor
+from .scoring import CATEGORIES, Reference, aggregate, score_examples, validate_inputs
 from .stopwords import STOPWORDS
 
 _CITATION = """\
@@ -34,11 +38,15 @@ Args:
     references (`list` of `dict`): AmbigDocs rows as `datasets` gives them: `question`,
         `ambiguous_entity`, and `documents` with `title`, `answer` (and `text`, `pid`), either a
         list of document objects or the older dict-of-lists layout.
+        A dict of columns (`ds[:8]` of a `datasets.Dataset`) is read as its rows.
     contexts (`list` of `list` of `dict`, optional): per example, the documents shown to the
-        model (`title`, `text`, optionally `pid`); turns on K-Precision. With `add_batch`, pass
-        all of them to `compute` at the end, aligned with the examples added.
+        model (`title`, `text`, optionally `pid`); turns on K-Precision. Give them either to
+        `compute`, or batch by batch to `add_batch(..., contexts=...)` (`add(...,
+        context=...)`), then, with every batch or with none.
     qa_model (`str`, or a `(model, tokenizer)` pair, optional): an extractive QA model trained on
-        SQuAD 2.0 (the paper: "deepset/roberta-base-squad2"); turns on Disambig-F1.
+        SQuAD 2.0 (the paper: "deepset/roberta-base-squad2"); turns on Disambig-F1. One that
+        cannot be loaded (missing path, unknown id, Hub unreachable and not cached) raises
+        `QAModelError` (an `OSError`) with the reason in one line.
     score_documents (`str`): which gold documents are scored: "first5" (default, the authors:
         the first five in data-set order), "shown" (the gold documents among `contexts`), "all".
     qa_batch_size (`int`): windows per QA forward pass (default 64).
@@ -48,7 +56,8 @@ Returns:
     `no_answer`, and `k_precision` / `disambig_f1` when computed.
 Examples:
     >>> import evaluate
-    >>> metric = evaluate.load("metric/ambigdocs_metric")
+    >>> import ambigdocs
+    >>> metric = evaluate.load(ambigdocs.METRIC_PATH)
     >>> reference = {
     ...     "qid": 0,
     ...     "question": "What is the state where Judge Day was born?",
@@ -68,8 +77,20 @@ Examples:
     0.5 0.5 0.5
 """
 
+# The documents shown to the model for one example (K-Precision, score_documents="shown").
+_SHOWN = datasets.List(
+    {
+        "title": datasets.Value("string"),
+        "text": datasets.Value("string"),
+        "pid": datasets.Value("string"),
+    }
+)
+
 # What the module stores per example: the fields scoring needs, in one canonical layout (rows are
-# canonicalised in `add_batch`, so both document layouts and extra fields are accepted).
+# canonicalised in `add_batch`, so both document layouts and extra fields are accepted). The
+# shown documents given to `add_batch` travel inside the reference (`has_contexts` False when
+# none were given): a third input column would make evaluate demand it in every `compute` call,
+# and in the Space's widget.
 _FEATURES = datasets.Features(
     {
         "predictions": datasets.Value("string"),
@@ -84,12 +105,14 @@ _FEATURES = datasets.Features(
                     "answer": datasets.Value("string"),
                 }
             ),
+            "contexts": _SHOWN,
+            "has_contexts": datasets.Value("bool"),
         },
     }
 )
 
 
-def _canonical(reference: Reference) -> dict:
+def _canonical(reference: Reference, shown=None) -> dict:
     return {
         "qid": None if reference.qid is None else str(reference.qid),
         "question": reference.question,
@@ -97,7 +120,55 @@ def _canonical(reference: Reference) -> dict:
         "documents": [
             {"title": d.title, "pid": d.pid, "answer": d.answer} for d in reference.documents
         ],
+        # evaluate cannot store a null list: "none given" is a flag beside an empty list.
+        "contexts": [
+            {"title": d["title"], "text": d["text"], "pid": _text_or_none(d.get("pid"))}
+            for d in shown or []
+        ],
+        "has_contexts": shown is not None,
     }
+
+
+def _text_or_none(value):
+    return None if value is None else str(value)
+
+
+_ROW_FIELDS = ("question", "ambiguous_entity", "documents")
+
+
+def as_rows(references, name: str = "references"):
+    """`references` as a list of rows: a dict of columns (`ds[:8]`) becomes its rows.
+
+    Raises:
+        ValueError: one row given instead of a list of rows, or columns of different lengths.
+    """
+    if not isinstance(references, Mapping):
+        return references
+    columns = {k: v for k, v in references.items()}
+    if all(isinstance(v, (list, tuple)) for v in columns.values()) and columns:
+        lengths = {k: len(v) for k, v in columns.items()}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"{name} is a dict of columns of different lengths: {lengths}")
+        keys = list(columns)
+        return [
+            dict(zip(keys, values, strict=True)) for values in zip(*columns.values(), strict=True)
+        ]
+    if any(field in columns for field in _ROW_FIELDS):
+        raise ValueError(
+            f"{name} is one row (a dict with {sorted(columns)[:4]}...); pass a list of rows, "
+            f"e.g. {name}=[row] or {name}=dataset (or a dict of columns such as dataset[:8])"
+        )
+    raise ValueError(f"{name} must be a list of rows or a dict of columns, got a dict")
+
+
+def _check_contexts(contexts, n: int):
+    if contexts is None:
+        return None
+    if isinstance(contexts, (str, bytes, Mapping)) or not hasattr(contexts, "__len__"):
+        raise ValueError("contexts must be a list (one list of shown documents per example)")
+    if len(contexts) != n:
+        raise ValueError(f"contexts has {len(contexts)} items but predictions has {n}")
+    return contexts
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -113,18 +184,34 @@ class AmbigDocsMetric(evaluate.Metric):
             reference_urls=["https://huggingface.co/datasets/yoonsanglee/AmbigDocs"],
         )
 
-    def add_batch(self, *, predictions=None, references=None, **kwargs):
-        """Adds a batch of predictions and references (checked first: see the Args below)."""
+    def add_batch(self, *, predictions=None, references=None, contexts=None, **kwargs):
+        """Adds a batch of predictions and references, and optionally the shown documents.
+
+        Args:
+            predictions: the answers.
+            references: the rows (a list of rows, or a dict of columns such as `ds[:8]`).
+            contexts: per example, the documents shown to the model (see the module's Args).
+        """
         # Our checks first, so that bad input fails with the example and field named rather than
         # with an Arrow encoding error; then one canonical layout for storage.
+        references = as_rows(references)
         if predictions is not None and references is not None:
-            references = [_canonical(r) for r in validate_inputs(predictions, references)]
+            contexts = _check_contexts(contexts, len(predictions))
+            parsed = validate_inputs(predictions, references, contexts)
+            shown = contexts if contexts is not None else [None] * len(parsed)
+            references = [_canonical(r, c) for r, c in zip(parsed, shown, strict=True)]
+        elif contexts is not None:
+            raise ValueError("contexts need their predictions and references in the same call")
         return super().add_batch(predictions=predictions, references=references, **kwargs)
 
-    def add(self, *, prediction=None, reference=None, **kwargs):
-        """Adds one prediction and reference (checked first: see the Args below)."""
+    def add(self, *, prediction=None, reference=None, context=None, **kwargs):
+        """Adds one prediction and reference, and optionally the documents shown for it."""
         if prediction is not None and reference is not None:
-            reference = _canonical(validate_inputs([prediction], [reference])[0])
+            shown = None if context is None else [context]
+            parsed = validate_inputs([prediction], [reference], shown)[0]
+            reference = _canonical(parsed, context)
+        elif context is not None:
+            raise ValueError("context needs its prediction and reference in the same call")
         return super().add(prediction=prediction, reference=reference, **kwargs)
 
     def _compute(
@@ -136,15 +223,12 @@ class AmbigDocsMetric(evaluate.Metric):
         score_documents="first5",
         qa_batch_size=64,
     ):
+        contexts = _stored_or_given_contexts(references, contexts)
         scores = score_examples(predictions, references, contexts, score_documents)
         result = aggregate(scores)
         result.pop("n_unscored", None)
         if qa_model is not None:
-            qa = (
-                qa_model
-                if isinstance(qa_model, QAExtractor)
-                else QAExtractor(qa_model, qa_batch_size)
-            )
+            qa = load_qa_extractor(qa_model, qa_batch_size)
             df1 = [
                 s
                 for s in disambig_f1(predictions, references, qa, contexts, score_documents)
@@ -154,4 +238,37 @@ class AmbigDocsMetric(evaluate.Metric):
         return result
 
 
-__all__ = ["AmbigDocsMetric", "CATEGORIES", "DEFAULT_QA_MODEL", "STOPWORDS"]
+def _stored_or_given_contexts(references, given):
+    """The shown documents: those given to `compute`, or those stored by `add_batch`.
+
+    Raises:
+        ValueError: both were given, or only some batches had them.
+    """
+    stored = [r["contexts"] if r.get("has_contexts") else None for r in references]
+    with_shown = [i for i, c in enumerate(stored) if c is not None]
+    if given is not None:
+        if with_shown:
+            raise ValueError(
+                "contexts were given both to add_batch/add and to compute: give them once"
+            )
+        return given
+    if not with_shown:
+        return None
+    if len(with_shown) < len(stored):
+        missing = next(i for i, c in enumerate(stored) if c is None)
+        raise ValueError(
+            f"contexts were given for {len(with_shown)} of {len(stored)} examples (example "
+            f"{missing} has none): give them with every add_batch/add call, or with none"
+        )
+    return stored
+
+
+__all__ = [
+    "AmbigDocsMetric",
+    "CATEGORIES",
+    "DEFAULT_QA_MODEL",
+    "QAModelError",
+    "STOPWORDS",
+    "as_rows",
+    "hub_unreachable",
+]

@@ -1,8 +1,10 @@
 """AmbigDocs: a `datasets` builder for the benchmark of Lee, Ye and Choi (2024).
 
 The release's row schema is defined here once (`FEATURES`) and imported by the rest of the
-project. `datasets` >= 4 no longer runs loading scripts, so this file is not a Hub loading
-script: import the builder (or `load_ambigdocs`) instead.
+project. `datasets` >= 4 no longer runs loading scripts, so this is a package, not a loading
+script: import the builder (or `load_ambigdocs`) instead. (It is a package rather than a file
+`ambigdocs.py` because `datasets.load_dataset(FOLDER)` refuses any FOLDER that holds
+`<FOLDER's name>.py`, and a clone of this repository is usually named `ambigdocs`.)
 
     from ambigdocs import load_ambigdocs
     test = load_ambigdocs("test")                       # the release, downloaded from the Hub
@@ -10,8 +12,10 @@ script: import the builder (or `load_ambigdocs`) instead.
     local = load_ambigdocs(data_dir="path/to/raw")      # train.json, dev.json, test.json
     mine = load_ambigdocs(data_files={"test": "my_split.jsonl"})
 
-For a script-free copy that `datasets.load_dataset(folder_or_hub_id)` reads, see
-`ambigdocs export` (generation/hub/export.py) and docs/datasets.md.
+Plain `datasets.load_dataset` works too, without the toolkit: on a folder of the release's raw
+files, on an export (`ambigdocs export`, generation/hub/export.py), or on the clone itself (its
+`.huggingface.yaml` declares the bundled sample); see docs/datasets.md. `METRIC_PATH` and
+`load_metric` give the metric's `evaluate` module from any folder.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+from huggingface_hub import constants, hf_hub_url
 
 _CITATION = """\
 @inproceedings{lee2024ambigdocs,
@@ -52,8 +57,9 @@ RELEASE_REPO_ID = "yoonsanglee/AmbigDocs"
 _HOMEPAGE = f"https://huggingface.co/datasets/{RELEASE_REPO_ID}"
 RELEASE_REVISION = "main"
 RELEASE_FILES = {"train": "train.json", "validation": "dev.json", "test": "test.json"}
+# On the endpoint in `HF_ENDPOINT` (a mirror) when one is set, like every other Hub download.
 RELEASE_URLS = {
-    split: f"https://huggingface.co/datasets/{RELEASE_REPO_ID}/resolve/{RELEASE_REVISION}/{name}"
+    split: hf_hub_url(RELEASE_REPO_ID, name, repo_type="dataset", revision=RELEASE_REVISION)
     for split, name in RELEASE_FILES.items()
 }
 # Split sizes of the release (paper, Table 6); checked after a download of the release.
@@ -79,7 +85,11 @@ FEATURES = datasets.Features(
     }
 )
 
-SAMPLE_DIR = Path(__file__).resolve().parent / "generation" / "resources" / "sample"
+_ROOT = Path(__file__).resolve().parents[1]  # the clone, or site-packages once installed
+SAMPLE_DIR = _ROOT / "generation" / "resources" / "sample"
+# The `evaluate` module of the AmbigDocs metric: `evaluate.load(METRIC_PATH)` works from any
+# folder (evaluate takes a local folder holding `ambigdocs_metric.py`); see `load_metric`.
+METRIC_PATH = str(_ROOT / "metric" / "ambigdocs_metric")
 
 # Raw file names per split, in order of preference (the release calls validation "dev").
 RAW_FILE_NAMES = {
@@ -320,7 +330,7 @@ class AmbigDocs(datasets.GeneratorBasedBuilder):
             files = {split: list(paths) for split, paths in self.config.data_files.items()}
             files = dl_manager.download(files)  # local paths pass through; URLs are fetched
         else:
-            files = {s: [p] for s, p in dl_manager.download(RELEASE_URLS).items()}
+            files = {s: [p] for s, p in _download_release(dl_manager).items()}
         return [
             datasets.SplitGenerator(name=split, gen_kwargs={"paths": paths})
             for split, paths in files.items()
@@ -339,6 +349,42 @@ class AmbigDocs(datasets.GeneratorBasedBuilder):
                     )
                 seen[row["qid"]] = where
                 yield row["qid"], row
+
+
+class ReleaseDownloadError(ConnectionError):
+    """The release's raw files could not be downloaded (no network, offline mode, Hub error).
+
+    Attributes:
+        reason: what failed, in one line, without the advice on what works offline.
+    """
+
+    def __init__(self, reason: str):
+        super().__init__(
+            f'{reason}. Without the Hub: load_ambigdocs(config="sample") gives the bundled '
+            "examples, load_ambigdocs(data_dir=FOLDER) reads raw files (train.json, dev.json, "
+            "test.json)"
+        )
+        self.reason = reason
+
+
+def _download_release(dl_manager) -> dict[str, str]:
+    """Downloads RELEASE_URLS; any failure becomes one ReleaseDownloadError saying what works.
+
+    Raises:
+        ReleaseDownloadError: the download failed; the message names the root cause in one
+            line and the offline ways to load (the sample, a folder of raw files).
+    """
+    try:
+        return dl_manager.download(RELEASE_URLS)
+    except Exception as err:  # offline, refused, moved, no access: reported alike, in one line
+        from metric.ambigdocs_metric.hub_errors import hub_unreachable, root_cause
+
+        offline = datasets.config.HF_HUB_OFFLINE and hub_unreachable(err)
+        detail = "HF_HUB_OFFLINE is set" if offline else root_cause(err)
+        where = f"{RELEASE_REPO_ID} on {constants.ENDPOINT}"
+        raise ReleaseDownloadError(
+            f"cannot download the AmbigDocs release ({where}: {detail})"
+        ) from None
 
 
 # Arguments of `download_and_prepare` that `load_ambigdocs` routes there rather than to the
@@ -368,11 +414,16 @@ def load_ambigdocs(
 
     Raises:
         ValueError: a source file or row is malformed, or `data_dir` holds no raw file.
+        ReleaseDownloadError: the release could not be downloaded (a `ConnectionError`; the
+            message says why in one line, and what works offline).
     """
     prepare = {k: kwargs.pop(k) for k in _PREPARE_KWARGS if k in kwargs}
     builder = AmbigDocs(config_name=config, data_dir=str(data_dir) if data_dir else None, **kwargs)
     try:
         builder.download_and_prepare(**prepare)
+    except ReleaseDownloadError as err:
+        # A fresh exception: its traceback ends here, not deep inside `datasets`.
+        raise ReleaseDownloadError(err.reason) from None
     except datasets.exceptions.DatasetGenerationError as err:
         # `datasets` wraps errors raised while generating; surface a malformed row as the
         # ValueError that names the file, the row and the field.
@@ -380,6 +431,21 @@ def load_ambigdocs(
             raise err.__cause__ from None
         raise
     return builder.as_dataset(split=split)
+
+
+def load_metric(**kwargs):
+    """The AmbigDocs metric as an `evaluate` module, from wherever the toolkit is installed.
+
+    The same as `evaluate.load(ambigdocs.METRIC_PATH, **kwargs)`. Once the metric is published
+    with `ambigdocs push-metric --repo-id NAMESPACE/NAME`, `evaluate.load("NAMESPACE/NAME")`
+    loads it without the toolkit.
+
+    Args:
+        **kwargs: passed to `evaluate.load` (`experiment_id`, `num_process`, `process_id`, ...).
+    """
+    import evaluate
+
+    return evaluate.load(METRIC_PATH, **kwargs)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,88 @@
+"""lm-eval's logged samples of the AmbigDocs tasks as the toolkit's answers file.
+
+    python -m generation.lm_eval_tasks.samples SAMPLES.jsonl --output answers.jsonl
+    ambigdocs evaluate answers.jsonl --output-dir scores/
+
+SAMPLES.jsonl is what `lm_eval --log_samples --output_path DIR` writes for the task
+(`DIR/<model>/samples_ambigdocs_<date>.jsonl`). Each answer row is the logged doc (the data-set
+row with `docs`, the documents shown, in prompt order), `gen_answer` (the filtered response, the
+text lm-eval scored) and `prompt` (the model input lm-eval logged), in data order: the layout
+`ambigdocs answer` writes, so `ambigdocs evaluate` gives the numbers lm-eval reported, with the
+per-example scores, plots and Disambig-F1 options of that command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from generation.io.records import atomic_write_jsonl, iter_jsonl
+
+
+def sample_to_answer(sample: Mapping, where: str) -> dict:
+    """One logged sample as an answer row.
+
+    Raises:
+        ValueError: no `doc` with shown documents (`docs`), or no response (names `where`).
+    """
+    doc = sample.get("doc")
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("docs"), list):
+        raise ValueError(
+            f"{where}: no field 'doc' with the shown documents 'docs' (not a sample of the "
+            "ambigdocs tasks?)"
+        )
+    response = sample.get("filtered_resps")
+    if isinstance(response, list):
+        response = response[0] if response else None
+    if not isinstance(response, str):
+        raise ValueError(f"{where}: field 'filtered_resps' holds no answer text")
+    arguments = sample.get("arguments") or {}
+    first = next(iter(arguments.values()), {}) if isinstance(arguments, Mapping) else {}
+    row = {**doc, "gen_answer": response}
+    if isinstance(first, Mapping) and "arg_0" in first:
+        row["prompt"] = first["arg_0"]
+    return row
+
+
+def samples_to_answers(path: str | Path) -> list[dict]:
+    """The answer rows of an lm-eval samples file, in data order (by `doc_id`).
+
+    Raises:
+        ValueError: a malformed line or sample, or a repeated `doc_id` (names file and line).
+    """
+    keyed = []
+    for lineno, sample in enumerate(iter_jsonl(path), 1):
+        where = f"{path}: line {lineno}"
+        doc_id = sample.get("doc_id")
+        if not isinstance(doc_id, int):
+            raise ValueError(f"{where}: field 'doc_id' must be an integer, got {doc_id!r}")
+        keyed.append((doc_id, sample_to_answer(sample, where)))
+    ids = [doc_id for doc_id, _ in keyed]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{path}: a doc_id repeats (more than one filter or repeat logged?)")
+    return [row for _, row in sorted(keyed, key=lambda pair: pair[0])]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m generation.lm_eval_tasks.samples",
+        description="Convert lm-eval samples of the ambigdocs tasks to an answers file "
+        "(JSONL) that `ambigdocs evaluate` reads.",
+    )
+    p.add_argument("samples", help="samples_<task>_<date>.jsonl written by lm_eval --log_samples")
+    p.add_argument("--output", required=True, help="the answers file to write (JSONL)")
+    args = p.parse_args(argv)
+    try:
+        rows = samples_to_answers(args.samples)
+        atomic_write_jsonl(args.output, rows)
+    except (OSError, ValueError) as err:
+        print(f"{p.prog}: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {len(rows)} answers to {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""The metric's `evaluate` module as users call it: from any folder, batch by batch, with the
+shown documents per batch, with `ds[:n]` as references, and with a QA model that cannot load."""
+
+from __future__ import annotations
+
+import json
+
+import datasets
+import evaluate
+import pytest
+
+import ambigdocs
+
+
+@pytest.fixture(scope="module")
+def inputs(sample_dir):
+    runs = json.loads((sample_dir / "answers.json").read_text(encoding="utf-8"))
+    predictions = [r["gen_answer"] for r in runs]
+    references = [
+        {k: r[k] for k in ("qid", "question", "ambiguous_entity", "documents")} for r in runs
+    ]
+    contexts = [r["docs"] for r in runs]
+    return predictions, references, contexts
+
+
+@pytest.fixture
+def metric(tmp_path, monkeypatch):
+    # Loaded from a folder that is not the repository root: the installed path is what counts.
+    monkeypatch.chdir(tmp_path)
+    return evaluate.load(ambigdocs.METRIC_PATH)
+
+
+def test_metric_loads_from_any_folder(tmp_path, monkeypatch, inputs):
+    predictions, references, contexts = inputs
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError):  # the old form, which only works from the root
+        evaluate.load("metric/ambigdocs_metric")
+    result = ambigdocs.load_metric().compute(
+        predictions=predictions, references=references, contexts=contexts
+    )
+    assert {"answer_recall", "entity_answer_recall", "k_precision"} <= set(result)
+    assert 0.0 <= result["k_precision"] <= 1.0
+
+
+def test_contexts_per_batch_give_what_contexts_at_compute_give(metric, inputs):
+    predictions, references, contexts = inputs
+    expected = metric.compute(predictions=predictions, references=references, contexts=contexts)
+    for start in range(0, len(predictions), 3):
+        end = start + 3
+        metric.add_batch(
+            predictions=predictions[start:end],
+            references=references[start:end],
+            contexts=contexts[start:end],
+        )
+    assert metric.compute() == expected
+    for p, r, c in zip(predictions, references, contexts, strict=True):
+        metric.add(prediction=p, reference=r, context=c)
+    assert metric.compute() == expected
+    # And without any contexts, no K-Precision, as with compute() alone.
+    for start in range(0, len(predictions), 4):
+        metric.add_batch(
+            predictions=predictions[start : start + 4], references=references[start : start + 4]
+        )
+    without = metric.compute()
+    assert "k_precision" not in without
+    assert without == metric.compute(predictions=predictions, references=references)
+
+
+def test_contexts_for_some_batches_only_or_twice_are_refused(metric, inputs):
+    predictions, references, contexts = inputs
+    metric.add_batch(predictions=predictions[:2], references=references[:2], contexts=contexts[:2])
+    metric.add_batch(predictions=predictions[2:4], references=references[2:4])
+    with pytest.raises(ValueError, match=r"contexts were given for 2 of 4 examples \(example 2"):
+        metric.compute()
+    metric.add_batch(predictions=predictions[:2], references=references[:2], contexts=contexts[:2])
+    with pytest.raises(ValueError, match="both to add_batch/add and to compute"):
+        metric.compute(contexts=contexts[:2])
+    with pytest.raises(ValueError, match="contexts has 1 items but predictions has 2"):
+        metric.add_batch(
+            predictions=predictions[:2], references=references[:2], contexts=contexts[:1]
+        )
+    with pytest.raises(ValueError, match=r"contexts\[0\] field 'text' must be a string"):
+        metric.add_batch(
+            predictions=predictions[:1], references=references[:1], contexts=[[{"title": "t"}]]
+        )
+
+
+def test_references_as_a_dict_of_columns(metric, inputs):
+    predictions, references, _ = inputs
+    ds = datasets.Dataset.from_list(references)
+    expected = metric.compute(predictions=predictions[:5], references=references[:5])
+    assert metric.compute(predictions=predictions[:5], references=ds[:5]) == expected
+    metric.add_batch(predictions=predictions[:5], references=ds[:5])
+    assert metric.compute() == expected
+
+
+def test_one_row_as_references_is_named(metric, inputs):
+    predictions, references, _ = inputs
+    with pytest.raises(ValueError, match=r"references is one row .*pass a list of rows"):
+        metric.compute(predictions=predictions[:1], references=references[0])
+    with pytest.raises(ValueError, match="columns of different lengths"):
+        metric.compute(
+            predictions=predictions[:1], references={"question": ["a", "b"], "documents": [[]]}
+        )
+
+
+def test_qa_model_that_cannot_be_loaded_is_one_error(metric, inputs, tmp_path):
+    from metric.ambigdocs_metric.qa_loading import QAModelError
+
+    predictions, references, _ = inputs
+    cases = [
+        (str(tmp_path / "missing"), "no such folder", False),
+        # Tests run offline and this model is in no cache.
+        ("someone/qa-model", "the Hub cannot be reached and it is not in the local cache", True),
+    ]
+    for name, reason, unreachable in cases:
+        with pytest.raises(OSError) as caught:
+            metric.compute(predictions=predictions[:2], references=references[:2], qa_model=name)
+        err = caught.value
+        # The module evaluate loaded has its own copy of the class: compare by name.
+        assert type(err).__name__ == QAModelError.__name__
+        assert str(err).startswith(f"cannot load the QA model {name!r} for Disambig-F1")
+        assert reason in str(err) and "\n" not in str(err)
+        assert err.unreachable is unreachable
+        assert err.__cause__ is None and (err.__context__ is None or err.__suppress_context__)

