@@ -346,7 +346,8 @@ def run(args: RetrieveArguments) -> int:
         return 0  # nothing to encode: the main process imports and searches
     device = args.device or (str(state.device) if state.num_processes > 1 else None)
     st, encode = load_encoder(args.model, device, args.batch_size)
-    dim = st.get_embedding_dimension()
+    # sentence-transformers 6 renamed get_sentence_embedding_dimension (still in 5.x).
+    dim = getattr(st, "get_embedding_dimension", st.get_sentence_embedding_dimension)()
     faiss_index.check_spec(args.index, dim, args.train_size)
     if args.embeddings:
         built = index_from_embeddings(args, dim)
