@@ -262,6 +262,10 @@ def test_bad_input_is_one_line_and_status_2(passages, tmp_path, capsys):
     n = sum(1 for _ in iter_passages(passages, progress=False))
     out = tmp_path / "o"
     _expect_error(capsys, _cli(tmp_path / "missing.tsv", out), "missing.tsv: no such file")
+    from generation.cli import main as ambigdocs  # the console script's dispatcher
+
+    assert ambigdocs(["retrieve", *_cli(tmp_path / "missing.tsv", out)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
     _expect_error(capsys, _cli(tmp_path, out), "a folder, not a file")
     model = _cli(passages, out)
     model[model.index("--model") + 1] = "nobody/none"  # offline: cannot be fetched
