@@ -36,6 +36,8 @@ lint: setup
 bench: setup
 	$(OFFLINE) $(BIN)/python benchmarks/bench_evaluate.py
 	$(OFFLINE) $(BIN)/python benchmarks/bench_seed.py
+	$(OFFLINE) $(BIN)/python benchmarks/bench_seed.py --streaming --distractors 2000000
+	$(OFFLINE) $(BIN)/python benchmarks/bench_retrieval.py
 	$(OFFLINE) $(BIN)/python benchmarks/bench_generation.py
 
 clean:

@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_seed.py            # ~1 minute on one core
     .venv/bin/python benchmarks/bench_seed.py --pages 20 --max-entities 4   # quicker
+    .venv/bin/python benchmarks/bench_seed.py --streaming --distractors 2000000   # memory, ~1 min
 
 Builds a synthetic Wikipedia-like corpus (100-word passages drawn from a Zipf vocabulary, so
 common words and short common phrases overlap as in real text, plus planted shared phrases of
@@ -17,6 +18,11 @@ checks that both select the same pair and overlap for every page, and prints the
 end to end (wall and CPU), and the pair search alone (CPU; no file reading, imports or writing
 on either side).
 Exit status 1 if the outputs differ.
+
+With `--streaming`: the stage alone, in a fresh process, on the corpus plus `--distractors`
+passages of unwanted titles, and on the relevant passages alone: wall time, peak resident memory,
+and whether the selection is the same (the file is streamed; memory is bounded by the wanted
+titles, not the file).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import csv
 import io
 import json
 import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -72,9 +79,17 @@ def synthetic_corpus(
                     words[at : at + len(phrase)] = phrase
                 rows.append((str(len(rows)), " ".join(words), ent))
         mapping[f"Name {p}"] = entities
-    for _ in range(distractors):  # passages of titles no page names: streamed past
-        rows.append((str(len(rows)), " ".join(rng.choices(vocab, cum_weights=cum, k=100)), "Other"))
     rng.shuffle(rows)  # an entity's passages are not contiguous in the file either
+    # Passages of titles no page names, streamed past: texts from a small pool (generating
+    # millions of Zipf texts would take longer than the benchmark), titles that share words with
+    # the wanted ones, spread through the file.
+    if distractors:
+        pool = [" ".join(rng.choices(vocab, cum_weights=cum, k=100)) for _ in range(997)]
+        rows += [
+            (f"x{i}", pool[i % len(pool)], f"Name {i % max(pages, 1)} (other {i})")
+            for i in range(distractors)
+        ]
+        rng.shuffle(rows)
     return rows, mapping
 
 
@@ -86,11 +101,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--distractors", type=int, default=0, help="passages of unneeded titles")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--num-proc", type=int, default=1)
+    ap.add_argument(
+        "--streaming",
+        action="store_true",
+        help="instead of the comparison with the authors: time and peak memory of the stage on "
+        "the corpus with --distractors, and its selection against the relevant passages alone",
+    )
     args = ap.parse_args(argv)
 
     rows, mapping = synthetic_corpus(
         args.pages, args.max_entities, args.mean_passages, args.seed, distractors=args.distractors
     )
+    if args.streaming:
+        return streaming_check(rows, mapping, args.num_proc)
     with tempfile.TemporaryDirectory() as tmp:
         tsv, map_path, out = Path(tmp, "psgs.tsv"), Path(tmp, "map.json"), Path(tmp, "seeds.jsonl")
         write_passages_tsv(tsv, rows)
@@ -157,6 +180,54 @@ def main(argv: list[str] | None = None) -> int:
             if a != b:
                 print("first difference:\n ours   ", a, "\n authors", b)
                 break
+    return 0 if same else 1
+
+
+# Runs the command and reports the process's own peak memory: VmHWM belongs to the address space
+# made by exec (ru_maxrss would also count the forked copy of this benchmark's memory).
+_CHILD = (
+    "import sys\n"
+    "from generation.cli import main\n"
+    "rc = main(sys.argv[1:])\n"
+    "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
+    "print('VmHWM', hwm, file=sys.stderr)\n"
+    "sys.exit(rc)\n"
+)
+
+
+def _run_stage(tsv: Path, map_path: Path, out: Path, num_proc: int) -> tuple[float, float]:
+    """`ambigdocs build seed` in a fresh process: (wall seconds, peak resident memory in MB)."""
+    cmd = [sys.executable, "-c", _CHILD, "build", "seed", "--passages", str(tsv),
+           "--disambiguation", str(map_path), "--output", str(out), "--num-proc", str(num_proc),
+           "--no-progress"]  # fmt: skip
+    start = time.perf_counter()
+    res = subprocess.run(
+        cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    wall = time.perf_counter() - start
+    if res.returncode != 0:
+        raise SystemExit(f"ambigdocs build seed failed on {tsv}: {res.stderr[-2000:]}")
+    kib = int(res.stderr.rsplit("VmHWM", 1)[1].split()[0])
+    return wall, kib / 1024
+
+
+def streaming_check(rows, mapping, num_proc: int) -> int:
+    """The stage on all passages and on the relevant ones alone: same selection, bounded memory."""
+    relevant = [r for r in rows if not r[0].startswith("x")]
+    with tempfile.TemporaryDirectory() as tmp:
+        map_path = Path(tmp, "map.json")
+        map_path.write_text(json.dumps(mapping))
+        outputs = []
+        for name, subset in (("all", rows), ("relevant", relevant)):
+            tsv, out = Path(tmp, f"{name}.tsv"), Path(tmp, f"{name}.jsonl")
+            write_passages_tsv(tsv, subset)
+            size = tsv.stat().st_size / 1e6
+            wall, peak = _run_stage(tsv, map_path, out, num_proc)
+            print(f"{name:>8}: {len(subset):9d} passages ({size:6.0f} MB file) {wall:7.2f} s wall, "
+                  f"peak memory {peak:5.0f} MB (whole process)")  # fmt: skip
+            outputs.append(out.read_text())
+    same = outputs[0] == outputs[1] and outputs[0].count("\n") > 0
+    print(f"pages selected: {outputs[0].count(chr(10))}; identical selection: {same}")
     return 0 if same else 1
 
 

@@ -8,319 +8,368 @@ Writes OUTPUT/SPLIT.jsonl: every row of the split plus `retrieved`, a list of `p
 --retrieved OUTPUT` reads.
 
 The passage file (`id<TAB>text<TAB>title` with a header row; 21M rows, ~13 GB for the paper's
-Wikipedia) is streamed, never loaded whole: passages are encoded chunk by chunk (the encoder reads
-`"{title} {text}"`) into an exact inner-product faiss index, and only the byte offset of each
-passage is kept, to read the hits back from the file. The index is saved under OUTPUT/index/ with
-the offsets, checkpointed every `--checkpoint-every` passages (a killed build resumes where its
-last checkpoint ended), and reused by later runs with the same passages file and model.
-Each checkpoint rewrites the whole flat index built so far, so for very large collections (the
-21M-passage Wikipedia dump) raise `--checkpoint-every` (e.g. 2097152) to cut the disk traffic.
+Wikipedia) is streamed, never loaded whole. Three steps, each resumable:
+
+1. encode: passages (`"{title} {text}"`) are encoded in shards saved under OUTPUT/embeddings/
+   (generation/answering/encode.py); `accelerate launch` spreads the shards over processes;
+   or `--embeddings` imports precomputed embeddings from `.npy` files instead;
+2. index: the main process builds the faiss index `--index` (a factory string; trained on a
+   sample when the type needs it) from the shards, under OUTPUT/index/INDEX/
+   (generation/answering/index.py), with each vector's byte offset in the passage file;
+3. search: questions are encoded and searched; hits are read back from the passage file.
 """
 
 from __future__ import annotations
 
-import argparse
-import csv
 import json
 import os
+import re
 import sys
-from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
+from typing import Literal
 
-from generation.io.records import atomic_write_json, atomic_write_jsonl
+from generation.answering import index as faiss_index
+from generation.answering.encode import (
+    PASSAGE_FORMAT,
+    ShardStore,
+    encode_shards,
+    load_embeddings,
+    load_shards,
+    match_passages,
+    passages_identity,
+)
+from generation.io.passages import read_passage_at
+from generation.io.records import atomic_write_json, atomic_write_jsonl, atomic_write_npy
+from generation.io.resume import file_fingerprint
 
 DEFAULT_MODEL = "sentence-transformers/gtr-t5-xxl"  # the paper's GTR
-PASSAGE_FORMAT = "{title} {text}"
+# Processes wait for each other after encoding: the slowest may finish hours after the fastest.
+ENCODE_TIMEOUT = timedelta(days=7)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ambigdocs retrieve", description=__doc__.split("\n\n")[0])
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--data-dir", help="folder with the release's raw files (test.json, ...)")
-    src.add_argument("--config", choices=["sample"], help="`sample`: the paper's examples")
-    src.add_argument("--dataset", help="a JSON/JSONL file of rows, or a Hub dataset id")
-    p.add_argument("--split", default="test")
-    p.add_argument("--limit", type=int, help="only the first N examples")
-    p.add_argument("--passages", required=True, help="DPR TSV: id, text, title (with header)")
-    p.add_argument("--model", default=DEFAULT_MODEL, help="a sentence-transformers model")
-    p.add_argument("--top-k", type=int, default=5)
-    p.add_argument("--batch-size", type=int, default=128, help="encoder batch size")
-    p.add_argument("--chunk-size", type=int, default=8192, help="passages read per encode call")
-    p.add_argument("--checkpoint-every", type=int, default=262144, help="passages per checkpoint")
-    p.add_argument("--device", help="encoder device (default: cuda when available)")
-    p.add_argument("--output", required=True, help="folder: SPLIT.jsonl and index/")
-    p.add_argument("--rebuild-index", action="store_true", help="discard a saved index")
-    return p
+@dataclass
+class RetrieveArguments:
+    """Options of `ambigdocs retrieve` (parsed by generation/options.py, HfArgumentParser)."""
+
+    passages: str = field(metadata={"help": "DPR TSV: id, text, title (with a header row)."})
+    output: str = field(metadata={"help": "Folder: SPLIT.jsonl, embeddings/ and index/."})
+    data_dir: str | None = field(
+        default=None, metadata={"help": "Folder with the release's raw files (test.json, ...)."}
+    )
+    config: Literal["sample"] | None = field(
+        default=None, metadata={"help": "`sample`: the paper's examples."}
+    )
+    dataset: str | None = field(
+        default=None, metadata={"help": "A JSON/JSONL file of rows, or a Hub dataset id."}
+    )
+    split: str = field(default="test", metadata={"help": "The split whose questions to search."})
+    limit: int | None = field(default=None, metadata={"help": "Only the first N examples."})
+    model: str = field(
+        default=DEFAULT_MODEL,
+        metadata={"help": "A sentence-transformers model (encodes passages and questions)."},
+    )
+    top_k: int = field(default=5, metadata={"help": "Passages retrieved per question."})
+    index: str = field(
+        default="Flat",
+        metadata={
+            "help": "A faiss index-factory string, inner product: Flat (exact), SQfp16 (exact "
+            "up to float16), HNSW32, IVF65536,PQ64, ... (docs/answering.md compares them)."
+        },
+    )
+    train_size: int = field(
+        default=262144,
+        metadata={"help": "Vectors sampled to train index types that need it (IVF, PQ, ...)."},
+    )
+    search_params: str | None = field(
+        default=None,
+        metadata={"help": "faiss search-time parameters, e.g. nprobe=64 (IVF), efSearch=128."},
+    )
+    embeddings: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "Precomputed passage embeddings: .npy files of (n, dim) float32/float16, "
+            "rows in passage-file order (never unpickled). Skips encoding."
+        },
+    )
+    embedding_ids: list[str] | None = field(
+        default=None,
+        metadata={"help": "One .npy of passage ids per --embeddings file, checked against it."},
+    )
+    batch_size: int = field(default=128, metadata={"help": "Encoder batch size."})
+    chunk_size: int = field(default=8192, metadata={"help": "Passages per encode call."})
+    shard_size: int = field(
+        default=262144, metadata={"help": "Passages per saved shard (the unit of resuming)."}
+    )
+    device: str | None = field(
+        default=None, metadata={"help": "Encoder device (default: the process's accelerator)."}
+    )
+    overwrite: bool = field(
+        default=False,
+        metadata={"help": "Encode again and rebuild the index instead of reusing/refusing them."},
+    )
+    progress: bool = field(default=True, metadata={"help": "Show progress bars."})
 
 
-# --- the passage file ---------------------------------------------------------------------------
-
-
-def _parse_line(raw: bytes, path, lineno: int) -> list[str]:
-    line = raw.decode("utf-8").rstrip("\r\n")
-    if '"' not in line:
-        return line.split("\t")
-    return next(csv.reader([line], delimiter="\t"))  # DPR quotes texts that hold quotes
-
-
-def read_header(path: str | os.PathLike) -> tuple[dict[str, int], int]:
-    """Column positions of `id`, `text`, `title` and the byte offset after the header.
+def check_arguments(args: RetrieveArguments) -> None:
+    """Refuses bad options and missing files before any work.
 
     Raises:
-        ValueError: the first line is not a header naming the three columns.
+        ValueError: one line naming the option.
     """
-    with open(path, "rb") as f:
-        first = f.readline()
-        cols = [c.strip().lower() for c in _parse_line(first, path, 1)]
-        if not {"id", "text", "title"} <= set(cols):
-            raise ValueError(
-                f"{path}, line 1: expected a header with the columns id, text, title "
-                f"(the DPR TSV format), got {cols[:5]}"
-            )
-        return {c: cols.index(c) for c in ("id", "text", "title")}, f.tell()
+    if sum(x is not None for x in (args.data_dir, args.config, args.dataset)) != 1:
+        raise ValueError("give exactly one of --data-dir, --config, --dataset")
+    for name in ("top_k", "batch_size", "chunk_size", "shard_size", "train_size"):
+        if getattr(args, name) < 1:
+            option = "--" + name.replace("_", "-")
+            raise ValueError(f"{option} must be >= 1, got {getattr(args, name)}")
+    files = [("--passages", args.passages)]
+    files += [("--embeddings", f) for f in args.embeddings or []]
+    files += [("--embedding-ids", f) for f in args.embedding_ids or []]
+    for option, path in files:
+        if not Path(path).is_file():
+            kind = "a folder, not a file" if Path(path).is_dir() else "no such file"
+            raise ValueError(f"{option} {path}: {kind}")
+    if args.embedding_ids and not args.embeddings:
+        raise ValueError("--embedding-ids needs --embeddings")
+    if Path(args.output).is_file():
+        raise ValueError(f"--output {args.output}: a file, expected a folder")
 
 
-def iter_passages(path, columns: dict[str, int], start: int) -> Iterator[tuple[int, dict]]:
-    """(byte offset, passage) for each line from byte `start` on; streamed.
-
-    Raises:
-        ValueError: a line with too few fields (names the file and byte offset).
-    """
-    need = max(columns.values()) + 1
-    with open(path, "rb") as f:
-        f.seek(start)
-        offset = start
-        for raw in f:
-            if raw.strip():
-                fields = _parse_line(raw, path, offset)
-                if len(fields) < need:
-                    raise ValueError(
-                        f"{path}: the line at byte {offset} has {len(fields)} fields, "
-                        f"expected id, text, title"
-                    )
-                yield offset, {k: fields[i] for k, i in columns.items()}
-            offset += len(raw)
+# --- the encoder ------------------------------------------------------------------------------
 
 
-def read_passage_at(f, offset: int, columns: dict[str, int]) -> dict:
-    """The passage whose line starts at `offset` in the open binary file `f`."""
-    f.seek(offset)
-    fields = _parse_line(f.readline(), f.name, offset)
-    return {k: fields[i] for k, i in columns.items()}
-
-
-# --- the index ----------------------------------------------------------------------------------
-
-
-class PassageIndex:
-    """An exact inner-product faiss index over a passage file, with the passages' byte offsets.
-
-    Files under `folder`: `passages.faiss`, `offsets.npy`, `state.json` (what was indexed, how
-    far, and whether the build finished).
-    """
-
-    def __init__(self, folder: str | os.PathLike, passages: str | os.PathLike, model_name: str):
-        self.folder = Path(folder)
-        self.passages = Path(passages)
-        self.model_name = model_name
-        self.columns, self.data_start = read_header(self.passages)
-        stat = self.passages.stat()
-        self.identity = {
-            "passages": str(self.passages.resolve()),
-            "size": stat.st_size,
-            "mtime_ns": stat.st_mtime_ns,
-            "model": model_name,
-            "passage_format": PASSAGE_FORMAT,
-        }
-        self.index = None
-        self.offsets = None
-
-    @property
-    def state_path(self) -> Path:
-        return self.folder / "state.json"
-
-    def _load_state(self) -> dict | None:
-        if not self.state_path.exists():
-            return None
-        state = json.loads(self.state_path.read_text(encoding="utf-8"))
-        if state.get("identity") != self.identity:
-            raise ValueError(
-                f"{self.folder} holds an index of other passages or another model "
-                f"({state.get('identity')}); pass --rebuild-index or another --output"
-            )
-        return state
-
-    def discard(self) -> None:
-        for name in ("passages.faiss", "offsets.npy", "state.json"):
-            (self.folder / name).unlink(missing_ok=True)
-
-    def _checkpoint(self, offsets: list[int], next_byte: int, done: bool) -> None:
-        import faiss
-        import numpy as np
-
-        self.folder.mkdir(parents=True, exist_ok=True)
-        # Index and offsets first, then the state that vouches for them: a crash in between
-        # leaves extra vectors that the next resume cuts back to the state's count.
-        tmp = self.folder / ".passages.faiss.tmp"
-        faiss.write_index(self.index, str(tmp))
-        os.replace(tmp, self.folder / "passages.faiss")
-        with open(self.folder / ".offsets.npy.tmp", "wb") as f:
-            np.save(f, np.asarray(offsets, dtype=np.int64))
-        os.replace(self.folder / ".offsets.npy.tmp", self.folder / "offsets.npy")
-        state = {"identity": self.identity, "count": len(offsets), "next_byte": next_byte}
-        atomic_write_json(self.state_path, {**state, "done": done})
-
-    def build_or_load(
-        self,
-        encode_documents,
-        *,
-        chunk_size: int = 8192,
-        checkpoint_every: int = 262144,
-        progress: bool = True,
-    ) -> None:
-        """Loads a finished index, resumes an unfinished one, or builds it.
-
-        Args:
-            encode_documents: list of strings -> float32 array (n, dim).
-            chunk_size: passages per encode call.
-            checkpoint_every: passages between checkpoints.
-            progress: a tqdm bar over the file's bytes.
-        """
-        import faiss
-        import numpy as np
-
-        state = self._load_state()
-        offsets: list[int] = []
-        next_byte = self.data_start
-        if state is not None:
-            self.index = faiss.read_index(str(self.folder / "passages.faiss"))
-            offsets = np.load(self.folder / "offsets.npy").tolist()[: state["count"]]
-            if self.index.ntotal > state["count"]:
-                self.index.remove_ids(np.arange(state["count"], self.index.ntotal, dtype=np.int64))
-            next_byte = state["next_byte"]
-            if state["done"]:
-                self.offsets = np.asarray(offsets, dtype=np.int64)
-                return
-        from tqdm.auto import tqdm
-
-        bar = tqdm(
-            total=self.identity["size"],
-            initial=next_byte,
-            unit="B",
-            unit_scale=True,
-            desc="index passages",
-            disable=not progress,
-        )
-        since_checkpoint = 0
-        chunk: list[tuple[int, dict]] = []
-
-        def flush(end_byte: int) -> None:
-            nonlocal since_checkpoint
-            texts = [PASSAGE_FORMAT.format(**p) for _, p in chunk]
-            vectors = np.ascontiguousarray(encode_documents(texts), dtype=np.float32)
-            if self.index is None:
-                self.index = faiss.IndexFlatIP(vectors.shape[1])
-            self.index.add(vectors)
-            offsets.extend(o for o, _ in chunk)
-            since_checkpoint += len(chunk)
-            bar.update(end_byte - bar.n)
-            chunk.clear()
-            if since_checkpoint >= checkpoint_every:
-                self._checkpoint(offsets, end_byte, done=False)
-                since_checkpoint = 0
-
-        for offset, passage in iter_passages(self.passages, self.columns, next_byte):
-            if len(chunk) >= chunk_size:
-                flush(offset)
-            chunk.append((offset, passage))
-        if chunk:
-            flush(self.identity["size"])
-        bar.close()
-        if self.index is None:
-            raise ValueError(f"{self.passages}: no passages after the header")
-        self._checkpoint(offsets, self.identity["size"], done=True)
-        self.offsets = np.asarray(offsets, dtype=np.int64)
-
-    def search(self, query_vectors, top_k: int) -> list[list[dict]]:
-        """The top_k passages per query: `pid`, `title`, `text`, `score`, best first."""
-        import numpy as np
-
-        k = min(top_k, self.index.ntotal)
-        scores, ids = self.index.search(np.ascontiguousarray(query_vectors, dtype=np.float32), k)
-        results = []
-        with open(self.passages, "rb") as f:
-            for row_scores, row_ids in zip(scores, ids, strict=True):
-                hits = []
-                for score, i in zip(row_scores.tolist(), row_ids.tolist(), strict=True):
-                    if i < 0:
-                        continue
-                    p = read_passage_at(f, int(self.offsets[i]), self.columns)
-                    hits.append(
-                        {"pid": p["id"], "title": p["title"], "text": p["text"], "score": score}
-                    )
-                results.append(hits)
-        return results
-
-
-# --- the command --------------------------------------------------------------------------------
-
-
-def load_encoder(model: str, device: str | None):
-    """A sentence-transformers model and its (query, document) encode functions."""
+def load_encoder(model: str, device: str | None, batch_size: int = 128):
+    """A sentence-transformers model and its encode(texts, query) function."""
     from generation.backends.loading import quiet_bitsandbytes
 
     quiet_bitsandbytes()  # before sentence-transformers imports bitsandbytes (through peft)
     from sentence_transformers import SentenceTransformer
 
-    st = SentenceTransformer(model, device=device)
+    from generation.options import one_line
+
+    try:
+        st = SentenceTransformer(model, device=device)
+    except OSError as err:  # missing files, an unreachable Hub: name what could not be loaded
+        raise ValueError(f"--model {model}: cannot be loaded ({one_line(err)})") from None
 
     def encode(texts, query: bool):
         # encode_query/encode_document apply the model's own prompts when it has any (GTR has
         # none, so both are plain `encode`).
         fn = st.encode_query if query else st.encode_document
-        return fn(texts, batch_size=encode.batch_size, convert_to_numpy=True)
+        return fn(texts, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
 
-    encode.batch_size = 128
     return st, encode
 
 
+# --- the saved index --------------------------------------------------------------------------
+
+
+class SavedIndex:
+    """OUTPUT/index/INDEX/: `passages.faiss`, `offsets.npy` and `index.json` (written last)."""
+
+    def __init__(self, output: Path, spec: str, source: dict, train_size: int):
+        self.folder = output / "index" / re.sub(r"[^A-Za-z0-9,._=-]", "_", spec)
+        self.spec = spec
+        self.identity = {"source": source, "index": spec, "train_size": train_size, "seed": 0}
+
+    def current(self, overwrite: bool) -> bool:
+        """Whether a finished index of this source and spec is saved.
+
+        Raises:
+            ValueError: an index of another source is saved there (and not `overwrite`).
+        """
+        meta = self.folder / "index.json"
+        if overwrite or not meta.exists():
+            return False
+        saved = json.loads(meta.read_text(encoding="utf-8"))["identity"]
+        if saved["source"] != self.identity["source"]:
+            raise ValueError(
+                f"{self.folder} holds an index of other passages or embeddings "
+                f"({saved['source']}); pass --overwrite or use another --output"
+            )
+        if {k: v for k, v in saved.items() if k != "dim"} == self.identity:
+            return True
+        # Same vectors, another training sample: the index is only derived data, build it again.
+        trains = not faiss_index.make_index(self.spec, saved["dim"]).is_trained
+        return not trains
+
+    def save(self, index, offsets) -> None:
+        faiss_index.write(index, self.folder / "passages.faiss")
+        atomic_write_npy(self.folder / "offsets.npy", offsets)
+        meta = {"identity": {**self.identity, "dim": index.d}, "count": int(index.ntotal)}
+        atomic_write_json(self.folder / "index.json", meta)
+
+    def load(self):
+        import numpy as np
+
+        offsets = np.load(self.folder / "offsets.npy", allow_pickle=False)
+        return faiss_index.read(self.folder / "passages.faiss"), offsets
+
+
+# --- the steps --------------------------------------------------------------------------------
+
+
+def process_state():
+    """accelerate's PartialState: rank, world size, device of this process (1 process alone).
+
+    Without CUDA, accelerate forms a process group (gloo) only when asked for CPU explicitly;
+    otherwise every launched process would think it is alone and encode everything.
+    """
+    import torch
+    from accelerate import PartialState
+
+    use_cpu = os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes")
+    return PartialState(cpu=use_cpu or not torch.cuda.is_available(), timeout=ENCODE_TIMEOUT)
+
+
+def index_from_passages(args: RetrieveArguments, state, encode):
+    """Encodes this process's shards, then (main process) builds or loads the index.
+
+    Returns:
+        (index, offsets) on the main process, None on the others.
+    """
+    settings = {
+        "passages": passages_identity(args.passages),
+        "model": args.model,
+        "model_files": file_fingerprint(args.model) if Path(args.model).exists() else None,
+        "passage_format": PASSAGE_FORMAT,
+        "shard_size": args.shard_size,
+    }
+    saved = SavedIndex(Path(args.output), args.index, settings, args.train_size)
+    store = ShardStore(Path(args.output) / "embeddings", settings, overwrite=args.overwrite)
+    if not saved.current(args.overwrite):
+        encode_shards(
+            args.passages,
+            store,
+            lambda texts: encode(texts, query=False),
+            shard_size=args.shard_size,
+            rank=state.process_index,
+            world_size=state.num_processes,
+            chunk_size=args.chunk_size,
+            progress=args.progress and state.is_main_process,
+        )
+        state.wait_for_everyone()
+        if not state.is_main_process:
+            return None
+        vectors, offsets = load_shards(store)
+        index = faiss_index.build(
+            args.index, vectors, train_size=args.train_size, progress=args.progress
+        )
+        saved.save(index, offsets)
+    return saved.load() if state.is_main_process else None
+
+
+def index_from_embeddings(args: RetrieveArguments, dim: int):
+    """Builds (or loads) the index of precomputed embeddings; returns (index, offsets).
+
+    Raises:
+        ValueError: bad files (see `load_embeddings`), or embeddings of another width than the
+            questions' (`dim`, from --model).
+    """
+    arrays, ids = load_embeddings(args.embeddings, args.embedding_ids or ())
+    if arrays[0].shape[1] != dim:
+        raise ValueError(
+            f"--embeddings {args.embeddings[0]}: {arrays[0].shape[1]} dimensions, but --model "
+            f"{args.model} makes {dim}; the questions must be encoded by the passages' model"
+        )
+    source = {
+        "passages": passages_identity(args.passages),
+        "embeddings": [passages_identity(f) for f in args.embeddings],
+        "ids": [passages_identity(f) for f in args.embedding_ids or []],
+    }
+    saved = SavedIndex(Path(args.output), args.index, source, args.train_size)
+    if not saved.current(args.overwrite):
+        offsets = match_passages(args.passages, arrays, ids, progress=args.progress)
+        index = faiss_index.build(
+            args.index, arrays, train_size=args.train_size, progress=args.progress
+        )
+        saved.save(index, offsets)
+    return saved.load()
+
+
+def search(index, offsets, passages: str, query_vectors, top_k: int) -> list[list[dict]]:
+    """The top_k passages per query: `pid`, `title`, `text`, `score`, best first."""
+    import numpy as np
+
+    queries = np.ascontiguousarray(query_vectors, dtype=np.float32)
+    if queries.shape[1] != index.d:
+        raise ValueError(
+            f"the questions' embeddings have {queries.shape[1]} dimensions, the index {index.d}: "
+            f"--model must be the model that made the passage embeddings"
+        )
+    scores, ids = index.search(queries, min(top_k, index.ntotal))
+    results = []
+    with open(passages, "rb") as f:
+        for row_scores, row_ids in zip(scores, ids, strict=True):
+            hits = []
+            for score, i in zip(row_scores.tolist(), row_ids.tolist(), strict=True):
+                if i < 0:
+                    continue  # an approximate index may find fewer than top_k
+                pid, text, title = read_passage_at(f, int(offsets[i]))
+                hits.append({"pid": pid, "title": title, "text": text, "score": score})
+            results.append(hits)
+    return results
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of `ambigdocs retrieve`."""
-    args = build_parser().parse_args(argv)
-    try:
-        return run(args)
-    except ValueError as err:
-        print(f"ambigdocs retrieve: error: {err}", file=sys.stderr)
-        return 2
+    """Entry point of `ambigdocs retrieve`: bad input ends with one line and exit status 2."""
+    from generation.options import run_command
 
-
-def run(args: argparse.Namespace) -> int:
-    from generation.answering.answer import load_rows
-
-    if args.top_k < 1:
-        raise ValueError(f"--top-k must be >= 1, got {args.top_k}")
-    if not Path(args.passages).is_file():
-        raise ValueError(f"--passages {args.passages}: no such file")
-    args.retrieved = None
-    rows = load_rows(args)
-    output = Path(args.output)
-    index = PassageIndex(output / "index", args.passages, args.model)
-    if args.rebuild_index:
-        index.discard()
-    _, encode = load_encoder(args.model, args.device)
-    encode.batch_size = args.batch_size
-    index.build_or_load(
-        lambda texts: encode(texts, query=False),
-        chunk_size=args.chunk_size,
-        checkpoint_every=args.checkpoint_every,
+    return run_command(
+        "ambigdocs retrieve", __doc__.split("\n\n")[0], [RetrieveArguments], run, argv
     )
-    queries = encode([r["question"] for r in rows], query=True) if rows else None
-    hits = index.search(queries, args.top_k) if rows else []
+
+
+def run(args: RetrieveArguments) -> int:
+    from generation.answering.data import read_rows
+
+    check_arguments(args)
+    if not args.progress:
+        import datasets
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        datasets.disable_progress_bars()
+    state = process_state()
+    rows = []
+    if state.is_main_process:
+        rows = read_rows(
+            split=args.split,
+            data_dir=args.data_dir,
+            config=args.config,
+            dataset=args.dataset,
+            limit=args.limit,
+        )
+    if args.embeddings and not state.is_main_process:
+        return 0  # nothing to encode: the main process imports and searches
+    device = args.device or (str(state.device) if state.num_processes > 1 else None)
+    st, encode = load_encoder(args.model, device, args.batch_size)
+    # sentence-transformers 6 renamed get_sentence_embedding_dimension (still in 5.x).
+    dim = getattr(st, "get_embedding_dimension", st.get_sentence_embedding_dimension)()
+    faiss_index.check_spec(args.index, dim, args.train_size)
+    if args.embeddings:
+        built = index_from_embeddings(args, dim)
+    else:
+        built = index_from_passages(args, state, encode)
+    if built is None:
+        return 0
+    index, offsets = built
+    faiss_index.set_search_parameters(index, args.search_params)
+    output = Path(args.output)
+    hits = []
+    if rows:
+        queries = encode([r["question"] for r in rows], query=True)
+        hits = search(index, offsets, args.passages, queries, args.top_k)
     out_rows = [{**row, "retrieved": h} for row, h in zip(rows, hits, strict=True)]
     atomic_write_jsonl(output / f"{args.split}.jsonl", out_rows)
     print(
-        f"retrieved top-{args.top_k} of {index.index.ntotal} passages for {len(rows)} questions; "
-        f"wrote {output / f'{args.split}.jsonl'}",
+        f"retrieved top-{args.top_k} of {index.ntotal} passages ({args.index}) for "
+        f"{len(rows)} questions; wrote {output / f'{args.split}.jsonl'}",
         file=sys.stderr,
     )
     return 0

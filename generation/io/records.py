@@ -185,6 +185,18 @@ def atomic_write_json(path: str | os.PathLike, obj: Any, indent: int | None = 2)
     )
 
 
+def atomic_write_binary(path: str | os.PathLike, write: Callable[[Any], None]) -> None:
+    """Calls `write(f)` on a binary file that replaces `path` atomically once it returns."""
+    _atomic_write(path, write, "wb")
+
+
+def atomic_write_npy(path: str | os.PathLike, array: Any) -> None:
+    """Saves a NumPy array (`np.save` format, never pickled) to `path` atomically."""
+    import numpy as np
+
+    _atomic_write(path, lambda f: np.save(f, array, allow_pickle=False), "wb")
+
+
 def atomic_write_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> None:
     """Writes `records` as JSONL to `path` atomically."""
     _atomic_write(path, lambda f: f.writelines(map(dumps_line, records)))
