@@ -5,7 +5,7 @@ documents per question as in the paper's Table 1; 100-word passages with Wikiped
 non-ASCII text (accents, en dashes, curly quotes); five shown documents; answers of about 55
 words), then times, as whole processes on the same file:
 
-- naive: `tests/reference_scorer.py`, the rules of metric.md written per call (every score
+- naive: `tests/reference_scorer.py`, the rules of docs/metric.md written per call (every score
   re-normalises every string it needs), run over the file in a plain loop;
 - ours: `ambigdocs evaluate FILE --output-dir DIR --no-df1`.
 

@@ -1,4 +1,4 @@
-"""The paper's three document settings (Section 5.1, pipeline.md section 6), reproducibly seeded.
+"""The paper's three document settings (Section 5.1, docs/pipeline.md section 6), reproducibly seeded.
 
 - `gold-only`: a sample of min(5, m) of the example's m gold documents;
 - `gold-retrieved`: those, then retrieved passages in rank order (skipping passage ids already

@@ -15,7 +15,7 @@ Text notes:
   pass their own exemplar file to `render_question_prompt` / `render_expansion_prompt` for more.
 - The paper's exemplars lost some non-ASCII letters in extraction ("Jiř15900ed"); they are
   restored here (Jiří Pospíšil, Gandalovič, Novotný, Stick–style, America’s).
-- Figure 9's exemplar says "Answer to Article 1" while the distillation target of pipeline.md
+- Figure 9's exemplar says "Answer to Article 1" while the distillation target of docs/pipeline.md
   and the authors' scripts say "Answer to Passage 1"; this project writes and parses "Passage",
   as the authors' filter does.
 """
@@ -86,7 +86,7 @@ def render_answer_prompt(
 ) -> Prompt:
     """The answering prompt (Figure 11 zero-shot, Figure 12 few-shot).
 
-    The plain zero-shot string is exactly the reference text K of K-Precision (metric.md):
+    The plain zero-shot string is exactly the reference text K of K-Precision (docs/metric.md):
     `"Answer for the given question using only the provided context.\\nQuestion: q\\n"` +
     `"Context: title | text\\n"` per document + `"Answer:"`.
 

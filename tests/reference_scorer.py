@@ -1,4 +1,4 @@
-"""A straightforward, per-call implementation of metric.md, kept as an independent reference.
+"""A straightforward, per-call implementation of docs/metric.md, kept as an independent reference.
 
 Written line by line from the spec in the style of research code: every score re-normalises
 every string it needs with the regex normalisation, nothing is cached. The tests check that

@@ -1,4 +1,4 @@
-"""The three document settings and their per-example seeding (pipeline.md section 6)."""
+"""The three document settings and their per-example seeding (docs/pipeline.md section 6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`ambigdocs build expand`: pipeline.md section 4 on a hand-made page, and the real hf back-end."""
+"""`ambigdocs build expand`: docs/pipeline.md section 4 on a hand-made page, and the real hf back-end."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`ambigdocs build filter`: each rule of pipeline.md section 3 on hand-made lines, and the
+"""`ambigdocs build filter`: each rule of docs/pipeline.md section 3 on hand-made lines, and the
 entailment mechanics on tiny random T5 models."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def test_too_many_sentences_counts_pieces_not_sentences():
         (f"Where were {T1} and {T2} born?", ["Alabama", "Ohio"], (T1, T2), "names_both_entities"),
         # sn absent, one title: the authors' rule lets it through
         (f"Where was {T1} born?", ["Alabama", "Ohio"], (T1, T2), None),
-        # sn absent, no title: also through (pipeline.md: only "lacks sn while containing both")
+        # sn absent, no title: also through (docs/pipeline.md: only "lacks sn while containing both")
         ("Where was he born?", ["Alabama", "Ohio"], (T1, T2), None),
         # sn and one title
         (

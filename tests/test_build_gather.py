@@ -1,4 +1,4 @@
-"""The gather stage (pipeline.md §1) on the small hand-made dump in tests/data/wiki/."""
+"""The gather stage (docs/pipeline.md §1) on the small hand-made dump in tests/data/wiki/."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The seed stage (pipeline.md §2): the fast pair test and selection equal the authors' DP."""
+"""The seed stage (docs/pipeline.md §2): the fast pair test and selection equal the authors' DP."""
 
 from __future__ import annotations
 

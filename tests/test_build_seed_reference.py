@@ -1,6 +1,6 @@
 """A reference for the seed stage: the authors' selection, transcribed loop for loop.
 
-`authors_seed` follows the authors' seed script as pipeline.md §2 describes it, on an in-memory
+`authors_seed` follows the authors' seed script as docs/pipeline.md §2 describes it, on an in-memory
 passage list: index every title's passages (in file order), keep titles with <= 20 and drop their
 last passage, keep pages with 2..10 entities, then for i < j, k, m compare with the Jaccard skip
 and the full-matrix longest-common-substring DP, keeping a strictly longer candidate only. It

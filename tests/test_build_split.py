@@ -1,4 +1,4 @@
-"""The split stage (pipeline.md §5): 60/10/30, whole passage groups, the release's raw layout."""
+"""The split stage (docs/pipeline.md §5): 60/10/30, whole passage groups, the release's raw layout."""
 
 from __future__ import annotations
 

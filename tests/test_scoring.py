@@ -1,4 +1,4 @@
-"""The pure scorer against metric.md: hand-checked numbers, the paper's labelled examples, an
+"""The pure scorer against docs/metric.md: hand-checked numbers, the paper's labelled examples, an
 independent per-call reference implementation, and bad input."""
 
 import json

@@ -26,7 +26,7 @@ class Generation:
         num_tokens: how many new tokens were generated (None when the back-end cannot tell).
         mean_nll: the length-normalised negative log-likelihood of the generated tokens
             (mean over tokens of -log p), when `return_scores=True` was asked; used by answer
-            expansion (pipeline.md section 4).
+            expansion (docs/pipeline.md section 4).
     """
 
     text: str

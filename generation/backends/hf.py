@@ -77,7 +77,7 @@ def render_prompt(tokenizer, prompt: Prompt, model_name: str = "the model") -> s
     try:
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     except TemplateError:
-        # Some templates (Gemma, older Mistral-Instruct) reject a system turn; pipeline.md
+        # Some templates (Gemma, older Mistral-Instruct) reject a system turn; docs/pipeline.md
         # section 6 allows the instruction in "the system or first user turn", so move it there.
         merged = merge_system_into_first_user(messages)
         if merged == messages:

@@ -1,4 +1,4 @@
-"""The entailment check of the data pipeline (pipeline.md sections 3 and 4, paper B.2 and 3.3).
+"""The entailment check of the data pipeline (docs/pipeline.md sections 3 and 4, paper B.2 and 3.3).
 
 An answer `a` found in passage `d` (title `t`) for the question `q_sn` is kept when:
 

@@ -1,4 +1,4 @@
-"""`ambigdocs build expand`: answers from the page's other entities (pipeline.md section 4).
+"""`ambigdocs build expand`: answers from the page's other entities (docs/pipeline.md section 4).
 
     ambigdocs build expand --input filtered.jsonl --output expanded.jsonl \\
         --passages psgs_w100.tsv --disambiguation map.json \\

@@ -1,4 +1,4 @@
-"""`ambigdocs build filter`: the three filters of pipeline.md section 3 (paper B.2, Table 5).
+"""`ambigdocs build filter`: the three filters of docs/pipeline.md section 3 (paper B.2, Table 5).
 
     ambigdocs build filter --input questions.jsonl --output filtered.jsonl
     ambigdocs build filter --input questions.jsonl --output filtered.jsonl --no-entailment

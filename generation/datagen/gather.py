@@ -1,4 +1,4 @@
-"""`ambigdocs build gather`: the disambiguation map from a MediaWiki XML dump (pipeline.md §1).
+"""`ambigdocs build gather`: the disambiguation map from a MediaWiki XML dump (docs/pipeline.md §1).
 
     ambigdocs build gather --dump enwiki-20181220-pages-articles.xml.bz2 --output map.json
         [--templates disambiguation disambig hndis ...] [--min-entities 2] [--max-entities 10]

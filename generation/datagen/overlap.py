@@ -1,6 +1,6 @@
 """The seed stage's passage-pair test, fast: word-set Jaccard and longest common word sequence.
 
-pipeline.md §2 compares two passages after lower-casing and splitting on whitespace:
+docs/pipeline.md §2 compares two passages after lower-casing and splitting on whitespace:
 
 - a pair whose word *sets* have Jaccard overlap > 0.4 is skipped;
 - otherwise n = the length of the longest common contiguous word sequence, and the pair is a
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-# A pair is a candidate when MIN_EXCLUSIVE < n < MAX_EXCLUSIVE (pipeline.md §2).
+# A pair is a candidate when MIN_EXCLUSIVE < n < MAX_EXCLUSIVE (docs/pipeline.md §2).
 MIN_EXCLUSIVE = 3
 MAX_EXCLUSIVE = 10
 JACCARD_MAX = 0.4

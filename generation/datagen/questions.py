@@ -1,4 +1,4 @@
-"""`ambigdocs build questions`: a question and two answers per seed pair (pipeline.md section 3).
+"""`ambigdocs build questions`: a question and two answers per seed pair (docs/pipeline.md section 3).
 
     ambigdocs build questions --input seeds.jsonl --output questions.jsonl \\
         --backend openai --model gpt-4                        # Figure 9, chat, paper exemplar

@@ -1,4 +1,4 @@
-"""`ambigdocs build seed`: one seed document pair per disambiguation page (pipeline.md §2).
+"""`ambigdocs build seed`: one seed document pair per disambiguation page (docs/pipeline.md §2).
 
     ambigdocs build seed --passages psgs_w100.tsv --disambiguation map.json \\
         --output seeds.jsonl [--num-proc N]

@@ -1,4 +1,4 @@
-"""`ambigdocs build split`: train / dev / test with no passage shared between splits (pipeline.md §5).
+"""`ambigdocs build split`: train / dev / test with no passage shared between splits (docs/pipeline.md §5).
 
     ambigdocs build split --input expanded.jsonl --output-dir data/ [--seed 0]
         [--fractions 0.6 0.1 0.3]

@@ -192,7 +192,7 @@ def collect_passages(
     Args:
         path: the DPR-style TSV.
         titles: the titles to keep (exact match with the file's title column).
-        max_per_title: titles with more passages than this are dropped (pipeline.md §1: 20).
+        max_per_title: titles with more passages than this are dropped (docs/pipeline.md §1: 20).
         progress: show a progress bar.
 
     Raises:

@@ -2,7 +2,7 @@
 
 Pure Python, no framework import: the `evaluate` module, the `ambigdocs evaluate` command and the
 runner all call this file. The semantics are the authors' (their code produced the paper's
-tables), written out in the project's spec `metric.md`; where that departs from the paper's prose
+tables), written out in the project's spec `docs/metric.md`; where that departs from the paper's prose
 it is noted below.
 
 Speed: each string is normalised once per example (the authors re-normalise for every score),
@@ -25,11 +25,11 @@ from .stopwords import STOPWORDS
 # In the order of the paper's Figure 4 (best to worst): every table, chart and summary uses it.
 CATEGORIES = ("complete", "partial", "no_answer", "ambiguous", "merged")
 SCORE_DOCUMENTS = ("first5", "shown", "all")
-# The authors score the first five gold documents, whatever the model was shown (metric.md).
+# The authors score the first five gold documents, whatever the model was shown (docs/metric.md).
 MAX_SCORED_DOCUMENTS = 5
 
 # The instruction opening the zero-shot prompt (paper Figure 11); K-Precision's reference text
-# is the whole prompt (metric.md), built by `k_precision_reference`.
+# is the whole prompt (docs/metric.md), built by `k_precision_reference`.
 ZERO_SHOT_INSTRUCTION = "Answer for the given question using only the provided context."
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
@@ -407,7 +407,7 @@ def _k_words_many(questions: Sequence[str], shown: Sequence[Sequence[Mapping] | 
 
 
 def categorize(c_p: int, c_np: int, n: int) -> str:
-    """The answer category from the per-document counts, in the authors' order (metric.md)."""
+    """The answer category from the per-document counts, in the authors' order (docs/metric.md)."""
     if c_p == 0 and c_np == 0:
         return "no_answer"
     if c_p >= n:
@@ -425,7 +425,7 @@ def score_example(
     shown: Sequence[Mapping] | None = None,
     score_documents: str = "first5",
 ) -> ExampleScores:
-    """Scores one long-form answer (metric.md, "Per-example scores" and "Answer category").
+    """Scores one long-form answer (docs/metric.md, "Per-example scores" and "Answer category").
 
     Args:
         prediction: the model's answer y.
@@ -487,7 +487,7 @@ def _score_tokenized(
         thr_e = 1 / len(ent) if ent else 1.0
         if r >= thr_a and e >= thr_e:
             c_p += 1
-        elif e < thr_e:  # metric.md's form of the prose's e == 0 (the same for count recalls)
+        elif e < thr_e:  # docs/metric.md's form of the prose's e == 0 (the same for count recalls)
             if len(ans) <= 2 and r >= 0.5:
                 c_np += 1
             elif r > thr_a:
