@@ -41,11 +41,7 @@ class Backend(Protocol):
     name: str
 
     def generate(
-        self,
-        prompts: Sequence[Prompt],
-        *,
-        max_new_tokens: int,
-        return_scores: bool = False,
+        self, prompts: Sequence[Prompt], *, max_new_tokens: int, return_scores: bool = False
     ) -> list[Generation]:
         """Greedy continuations, one per prompt, in input order."""
         ...

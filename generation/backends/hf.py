@@ -205,11 +205,7 @@ class HFBackend:
         return [encode_prompt(self.tokenizer, p, self.model_name) for p in prompts]
 
     def generate(
-        self,
-        prompts: Sequence[Prompt],
-        *,
-        max_new_tokens: int,
-        return_scores: bool = False,
+        self, prompts: Sequence[Prompt], *, max_new_tokens: int, return_scores: bool = False
     ) -> list[Generation]:
         """Greedy continuations, one per prompt, in input order.
 

@@ -112,11 +112,7 @@ class OpenAIBackend:
         return f"OpenAIBackend(model={self.model_name!r}, base_url={str(self.client.base_url)!r})"
 
     def generate(
-        self,
-        prompts: Sequence[Prompt],
-        *,
-        max_new_tokens: int,
-        return_scores: bool = False,
+        self, prompts: Sequence[Prompt], *, max_new_tokens: int, return_scores: bool = False
     ) -> list[Generation]:
         """One chat completion per prompt, `max_concurrency` at a time, in input order.
 

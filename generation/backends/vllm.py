@@ -141,11 +141,7 @@ class VLLMBackend:
         return tokenizer_has_chat_template(self.tokenizer)
 
     def generate(
-        self,
-        prompts: Sequence[Prompt],
-        *,
-        max_new_tokens: int,
-        return_scores: bool = False,
+        self, prompts: Sequence[Prompt], *, max_new_tokens: int, return_scores: bool = False
     ) -> list[Generation]:
         """Greedy continuations, one per prompt, in input order (vLLM keeps the order)."""
         if not prompts:

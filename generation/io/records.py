@@ -12,15 +12,17 @@ never loses finished work and never leaves a file that breaks the next run:
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+# One pause of the collector for every bulk read (the scorer's; the metric folder stays
+# self-contained, so the shared copy lives there).
+from metric.ambigdocs_metric.scoring import gc_paused
 
 
 def read_records(path: str | os.PathLike) -> list[dict]:
@@ -130,18 +132,6 @@ def check_utf8(path: str | os.PathLike, data: bytes, first_line: int = 1) -> Non
             f"{path}, line {line}, byte {err.start - line_start + 1}: not valid UTF-8 "
             f"({data[err.start : err.end]!r})"
         ) from None
-
-
-@contextmanager
-def gc_paused():
-    """Pauses the cyclic garbage collector while many small acyclic objects are made."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def dumps_line(record: Any) -> str:
