@@ -184,12 +184,12 @@ def add_disambig_f1(
     summary["n"] = n
 
 
-def load_qa_model(name: str):
-    """Loads the QA model, or prints one line saying why not and returns None."""
+def load_qa_model(name: str, **options):
+    """Loads the QA model (options: QAExtractor's), or prints one line why not and returns None."""
     from metric.ambigdocs_metric.disambig_f1 import QAExtractor
 
     try:
-        return QAExtractor(name)
+        return QAExtractor(name, **options)
     except Exception as err:  # offline, missing files, wrong id: any reason is reported alike
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         print(
@@ -346,7 +346,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--qa-model", default=DEFAULT_QA_MODEL, help="QA model for Disambig-F1 (path or Hub id)"
     )
-    p.add_argument("--qa-batch-size", type=int, default=64, help="windows per QA forward pass")
+    p.add_argument(
+        "--qa-batch-size",
+        type=int,
+        default=64,
+        help="at most this many windows per QA forward pass",
+    )
+    p.add_argument(
+        "--qa-batch-tokens",
+        type=int,
+        default=8192,
+        help="at most this many padded tokens per QA forward pass (default 8192)",
+    )
+    p.add_argument(
+        "--qa-padding",
+        choices=["longest", "max_length"],
+        default="longest",
+        help="pad each batch of similar-length windows to its longest (default) or every window "
+        "to 384 tokens as run_qa did (same spans, slower)",
+    )
+    p.add_argument(
+        "--qa-dtype",
+        choices=["float32", "bfloat16", "float16"],
+        default="float32",
+        help="QA model precision; float32 (default) as the authors ran it, the others can change spans",
+    )
     p.add_argument(
         "--score-documents",
         choices=["first5", "shown", "all"],
@@ -371,8 +395,23 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _qa_options(args: argparse.Namespace) -> dict:
+    return {
+        "batch_size": args.qa_batch_size,
+        "batch_tokens": args.qa_batch_tokens,
+        "padding": args.qa_padding,
+        "dtype": args.qa_dtype,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.qa_batch_size < 1 or args.qa_batch_tokens < 1:
+        print(
+            "ambigdocs evaluate: --qa-batch-size and --qa-batch-tokens must be at least 1",
+            file=sys.stderr,
+        )
+        return 2
     names = _column_names(args.results)
     try:
         loaded = [load_results(p) for p in args.results]
@@ -384,12 +423,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ambigdocs evaluate: {err}", file=sys.stderr)
         return 2
 
-    qa = None if args.no_df1 else load_qa_model(args.qa_model)
+    qa = None if args.no_df1 else load_qa_model(args.qa_model, **_qa_options(args))
     single = len(args.results) == 1
     columns: dict[str, dict] = {}
     for name, rows, (records, summary) in zip(names, loaded, scored, strict=True):
         if qa is not None:
-            qa.batch_size = args.qa_batch_size
             add_disambig_f1(rows, records, summary, qa, args.score_documents)
         out = args.output_dir if single else args.output_dir / name
         _write_jsonl(out / "per_example.jsonl", records)
