@@ -36,6 +36,7 @@ bench: setup
 	$(OFFLINE) $(BIN)/python benchmarks/bench_evaluate.py
 	$(OFFLINE) $(BIN)/python benchmarks/bench_seed.py
 	$(OFFLINE) $(BIN)/python benchmarks/bench_generation.py
+	$(OFFLINE) $(BIN)/python benchmarks/bench_df1.py
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache
