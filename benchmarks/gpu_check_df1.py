@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -103,15 +104,94 @@ def main(argv=None) -> int:
     elif not torch.cuda.is_available():
         print("no CUDA device: this check is for a GPU machine", file=sys.stderr)
         return 2
+    with tempfile.TemporaryDirectory(prefix="gpu-check-df1-") as tmp:
+        return run_checks(args, Path(tmp))
+
+
+@dataclass
+class Check:
+    """What every section works on."""
+
+    model_dir: Path
+    device: str
+    rows: list[dict]
+    questions: list[str]
+    contexts: list[str]
+    n_ref: int  # pairs for the run_qa route
+    tmp: Path
+    summary: dict
+    fp32_spans: dict[str, list[str]] = field(default_factory=dict)
+
+    def extractor(self, **options):
+        from metric.ambigdocs_metric.disambig_f1 import QAExtractor
+
+        return QAExtractor(str(self.model_dir), device=self.device, **options)
+
+
+def agreement(spans: list[str], base: list[str]) -> str:
+    return f"{sum(a == b for a, b in zip(spans, base, strict=True))}/{len(base)}"
+
+
+def run_qa_route(c: Check) -> dict:
+    qa = c.extractor(batch_size=8, padding="max_length")
+    spans, stats = timed_extract(qa, c.questions[: c.n_ref], c.contexts[: c.n_ref])
+    c.fp32_spans["reference"] = spans
+    return {"pairs": c.n_ref, **stats}
+
+
+def dynamic_float32(c: Check) -> dict:
+    out = {}
+    for budget in (8192, 32768, 131072):
+        qa = c.extractor(batch_size=4096, batch_tokens=budget)
+        spans, stats = timed_extract(qa, c.questions, c.contexts)
+        c.fp32_spans.setdefault("dynamic", spans)
+        stats["spans_equal_first_budget"] = agreement(spans, c.fp32_spans["dynamic"])
+        out[f"batch_tokens_{budget}"] = stats
+    if "reference" in c.fp32_spans:
+        ref = c.fp32_spans["reference"]
+        out["spans_equal_run_qa_route"] = agreement(c.fp32_spans["dynamic"][: c.n_ref], ref)
+        ref_rate = c.summary["run_qa_route"]["pairs_per_s"]
+        best = max(v["pairs_per_s"] for k, v in out.items() if k.startswith("batch_"))
+        out["speedup_vs_run_qa_route"] = round(best / ref_rate, 1)
+    return out
+
+
+def half_precision(c: Check) -> dict:
+    out = {}
+    for dtype in ("bfloat16", "float16"):
+        qa = c.extractor(batch_size=4096, batch_tokens=32768, dtype=dtype)
+        spans, out[dtype] = timed_extract(qa, c.questions, c.contexts)
+        if "dynamic" in c.fp32_spans:
+            out[dtype]["spans_equal_float32"] = agreement(spans, c.fp32_spans["dynamic"])
+    return out
+
+
+def evaluate_end_to_end(c: Check) -> dict:
+    from generation.report.evaluate import main as evaluate_main
+
+    results = c.tmp / "results.json"
+    results.write_text(json.dumps(c.rows))
+    argv = [str(results), "--output-dir", str(c.tmp / "eval"), "--qa-model", str(c.model_dir),
+            "--qa-batch-tokens", "32768", "--qa-batch-size", "4096"]  # fmt: skip
+    start = time.perf_counter()
+    rc = evaluate_main(argv)
+    seconds = time.perf_counter() - start
+    return {
+        "rc": rc,
+        "seconds": round(seconds, 1),
+        "examples_per_s": round(len(c.rows) / seconds, 1),
+        "projected_test_split_s": round(seconds / len(c.rows) * TEST_SPLIT, 1),
+    }
+
+
+def run_checks(args, tmp: Path) -> int:
+    """The four sections, on a model saved under `tmp`."""
+    import torch
     from bench_df1 import english_words, make_results
     from qa_models import minilm_tokenizer, save_qa_model
 
-    from metric.ambigdocs_metric.disambig_f1 import QAExtractor
-
-    device = "cpu" if args.smoke else "cuda"
     shape = {"hidden_size": 64, "num_layers": 2, "num_heads": 2} if args.smoke else {
         "hidden_size": 768, "num_layers": 12, "num_heads": 12}  # fmt: skip
-    tmp = Path(tempfile.mkdtemp(prefix="gpu-check-df1-"))
     model_dir = save_qa_model(tmp / "qa-model", **shape)
     rows = make_results(args.examples, english_words(minilm_tokenizer()))
     questions, contexts = scored_pairs(rows)
@@ -123,67 +203,17 @@ def main(argv=None) -> int:
         "examples": args.examples,
         "pairs": len(questions),
     }
-    fp32_spans: dict[str, list[str]] = {}
-    n_ref = min(args.reference_pairs, len(questions))
-
-    def run_qa_route():
-        qa = QAExtractor(str(model_dir), batch_size=8, padding="max_length", device=device)
-        spans, stats = timed_extract(qa, questions[:n_ref], contexts[:n_ref])
-        fp32_spans["reference"] = spans
-        return {"pairs": n_ref, **stats}
-
-    def dynamic_float32():
-        out = {}
-        for budget in (8192, 32768, 131072):
-            qa = QAExtractor(str(model_dir), batch_size=4096, batch_tokens=budget, device=device)
-            spans, out[f"batch_tokens_{budget}"] = timed_extract(qa, questions, contexts)
-            fp32_spans.setdefault("dynamic", spans)
-            same = sum(a == b for a, b in zip(spans, fp32_spans["dynamic"], strict=True))
-            out[f"batch_tokens_{budget}"]["spans_equal_first_budget"] = f"{same}/{len(spans)}"
-        if "reference" in fp32_spans:
-            ref = fp32_spans["reference"]
-            same = sum(a == b for a, b in zip(fp32_spans["dynamic"][:n_ref], ref, strict=True))
-            out["spans_equal_run_qa_route"] = f"{same}/{n_ref}"
-            ref_rate = summary["run_qa_route"].get("pairs_per_s")
-            if ref_rate:
-                best = max(v["pairs_per_s"] for k, v in out.items() if k.startswith("batch_"))
-                out["speedup_vs_run_qa_route"] = round(best / ref_rate, 1)
-        return out
-
-    def half_precision():
-        out = {}
-        for dtype in ("bfloat16", "float16"):
-            qa = QAExtractor(
-                str(model_dir), batch_size=4096, batch_tokens=32768, device=device, dtype=dtype
-            )
-            spans, out[dtype] = timed_extract(qa, questions, contexts)
-            base = fp32_spans.get("dynamic")
-            if base:
-                same = sum(a == b for a, b in zip(spans, base, strict=True))
-                out[dtype]["spans_equal_float32"] = f"{same}/{len(spans)}"
-        return out
-
-    def evaluate_end_to_end():
-        from generation.report.evaluate import main as evaluate_main
-
-        results = tmp / "results.json"
-        results.write_text(json.dumps(rows))
-        argv = [str(results), "--output-dir", str(tmp / "eval"), "--qa-model", str(model_dir),
-                "--qa-batch-tokens", "32768", "--qa-batch-size", "4096"]  # fmt: skip
-        start = time.perf_counter()
-        rc = evaluate_main(argv)
-        seconds = time.perf_counter() - start
-        return {
-            "rc": rc,
-            "seconds": round(seconds, 1),
-            "examples_per_s": round(len(rows) / seconds, 1),
-            "projected_test_split_s": round(seconds / len(rows) * TEST_SPLIT, 1),
-        }
-
-    section(summary, "run_qa_route", run_qa_route)
-    section(summary, "dynamic_float32", dynamic_float32)
-    section(summary, "half_precision", half_precision)
-    section(summary, "evaluate_end_to_end", evaluate_end_to_end)
+    check = Check(
+        model_dir, "cpu" if args.smoke else "cuda", rows, questions, contexts,
+        min(args.reference_pairs, len(questions)), tmp, summary,
+    )  # fmt: skip
+    for name, fn in [
+        ("run_qa_route", run_qa_route),
+        ("dynamic_float32", dynamic_float32),
+        ("half_precision", half_precision),
+        ("evaluate_end_to_end", evaluate_end_to_end),
+    ]:
+        section(summary, name, lambda fn=fn: fn(check))
     Path(args.output).write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1)[:6000])
     return 0
