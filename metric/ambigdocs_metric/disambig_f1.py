@@ -169,8 +169,9 @@ class QAExtractor:
         padding: "longest" or "max_length" (see above).
         batch_tokens: at most this many padded tokens per forward pass (a single longer
             window still goes alone).
-        dtype: "float32" (default, as run_qa ran it), or "bfloat16"/"float16": faster where the
-            hardware has it, but the logits change, so spans can differ from float32's.
+        dtype: "float32" (as run_qa ran it; the default for a model loaded here), or
+            "bfloat16"/"float16": faster where the hardware has it, but the logits change, so
+            spans can differ from float32's. None leaves a passed model's dtype as it is.
     """
 
     def __init__(
@@ -180,13 +181,13 @@ class QAExtractor:
         device: Any = None,
         padding: str = "longest",
         batch_tokens: int = DEFAULT_BATCH_TOKENS,
-        dtype: str = "float32",
+        dtype: str | None = None,
     ):
         import torch
 
         if padding not in PADDINGS:
             raise ValueError(f"padding: {padding!r} is not one of {', '.join(PADDINGS)}")
-        if dtype not in DTYPES:
+        if dtype is not None and dtype not in DTYPES:
             raise ValueError(f"dtype: {dtype!r} is not one of {', '.join(DTYPES)}")
         if batch_size < 1 or batch_tokens < 1:
             raise ValueError("batch_size and batch_tokens must be at least 1")
@@ -200,10 +201,13 @@ class QAExtractor:
             self.model = AutoModelForQuestionAnswering.from_pretrained(
                 qa_model, dtype=torch.float32
             )
+            dtype = dtype or "float32"
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
-        self.model.to(self.device, dtype=getattr(torch, dtype)).eval()
+        self.model.to(self.device).eval()
+        if dtype is not None:
+            self.model.to(getattr(torch, dtype))
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
         self.padding = padding
