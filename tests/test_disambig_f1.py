@@ -258,9 +258,12 @@ def test_real_tokens_get_the_same_logits_in_both_routes(tiny_qa):
     windows = dynamic._tokenize(questions, contexts)
     full = padded._logits(windows, progress=False)
     short = dynamic._logits(windows, progress=False)
-    rows = zip(windows.input_ids, windows.offsets, full, short, strict=True)
-    for ids, offsets, (fs, fe), (ss, se) in rows:
-        assert len(fs) == padded.max_length and len(ss) == len(ids)
+    for ids, (fs, fe, padded_offsets), (ss, se, offsets) in zip(
+        windows.input_ids, full, short, strict=True
+    ):
+        assert len(fs) == len(padded_offsets) == padded.max_length
+        assert len(ss) == len(offsets) == len(ids)
+        assert padded_offsets[: len(ids)] == offsets
         np.testing.assert_allclose(ss, fs[: len(ids)], atol=1e-4)
         np.testing.assert_allclose(se, fe[: len(ids)], atol=1e-4)
         # As in a trained model, padding scores below every context token, so it never takes a
@@ -337,3 +340,37 @@ def test_cli_padding_routes_agree_and_bad_batch_limits_exit_2(tiny_qa, sample_di
     assert scores[0] == scores[1]
     argv = [answers, "--output-dir", str(tmp_path / "bad"), "--qa-model", str(path)]
     assert main([*argv, "--qa-batch-tokens", "0"]) == 2
+
+
+def test_a_tokenizer_padding_on_the_left_takes_run_qas_padded_route():
+    """Context first, question second, windows padded on the left to 384: as run_qa did it."""
+    import torch
+    from qa_models import make_qa_model
+
+    model, tokenizer = make_qa_model(seed=4, mark=False)
+    tokenizer.padding_side = "left"
+    questions, contexts = random_pairs(tokenizer, 12, seed=4)
+    got = QAExtractor((model, tokenizer)).extract(questions, contexts)
+
+    enc = tokenizer(
+        contexts,
+        [q.lstrip() for q in questions],
+        truncation="only_first",
+        max_length=384,
+        stride=128,
+        return_overflowing_tokens=True,
+        return_offsets_mapping=True,
+        padding="max_length",
+    )
+    keys = ("input_ids", "attention_mask", "token_type_ids")
+    with torch.inference_mode():
+        out = model(**{k: torch.tensor(enc[k]) for k in keys})
+    windows = [[] for _ in questions]
+    for w, j in enumerate(enc["overflow_to_sample_mapping"]):
+        seq = enc.sequence_ids(w)
+        offs = [o if seq[k] == 0 else None for k, o in enumerate(enc["offset_mapping"][w])]
+        windows[j].append((out.start_logits[w].numpy(), out.end_logits[w].numpy(), offs))
+    assert enc["attention_mask"][0][0] == 0  # really padded on the left
+    want = [postprocess_example(c, w) for c, w in zip(contexts, windows, strict=True)]
+    assert got == want
+    assert sum(span not in ("", "empty") for span in got) > 0

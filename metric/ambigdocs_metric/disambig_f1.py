@@ -223,7 +223,7 @@ class QAExtractor:
         logits = self._logits(windows, progress)
         per_pair: list[list] = [[] for _ in questions]
         for i, j in enumerate(windows.sample_of):
-            per_pair[j].append((*logits[i], windows.offsets[i]))
+            per_pair[j].append(logits[i])
         return [postprocess_example(c, w) for c, w in zip(contexts, per_pair, strict=True)]
 
     def _tokenize(self, questions: Sequence[str], contexts: Sequence[str]) -> _Windows:
@@ -272,18 +272,19 @@ class QAExtractor:
             batches.append(([i], width_of(i)))
         return batches
 
-    def _logits(self, windows: _Windows, progress: bool) -> list[tuple[Any, Any]]:
-        """(start, end) logits per window, in input order, float32 numpy arrays.
+    def _logits(self, windows: _Windows, progress: bool) -> list[tuple[Any, Any, list]]:
+        """(start logits, end logits, offsets) per window, in input order, float32 numpy.
 
-        In the max_length route each array covers the padded window (run_qa ranked padding
-        positions too); otherwise only the window's own tokens.
+        In the max_length route each triple covers the padded window (run_qa ranked padding
+        positions too; their offsets are None); otherwise only the window's own tokens.
         """
         import torch
 
         lengths = [len(ids) for ids in windows.input_ids]
         batches = self._batches(lengths)
         keep_padding = self.padding == "max_length" or self.tokenizer.padding_side != "right"
-        out: list[tuple[Any, Any] | None] = [None] * len(lengths)
+        left = self.tokenizer.padding_side == "left"
+        out: list[tuple[Any, Any, list] | None] = [None] * len(lengths)
         if progress:
             from tqdm.auto import tqdm
 
@@ -294,16 +295,13 @@ class QAExtractor:
                 starts = result.start_logits.float().cpu().numpy()
                 ends = result.end_logits.float().cpu().numpy()
                 for row, i in enumerate(members):
-                    cut = self._real_tokens(lengths[i], width, keep_padding)
-                    out[i] = (starts[row, cut], ends[row, cut])
+                    offsets = windows.offsets[i]
+                    if keep_padding:
+                        pad = [None] * (width - lengths[i])
+                        out[i] = (starts[row], ends[row], pad + offsets if left else offsets + pad)
+                    else:  # right padding: the window's tokens come first
+                        out[i] = (starts[row, : lengths[i]], ends[row, : lengths[i]], offsets)
         return out
-
-    def _real_tokens(self, length: int, width: int, keep_padding: bool) -> slice:
-        if keep_padding:
-            return slice(None)
-        return (
-            slice(width - length, None) if self.tokenizer.padding_side == "left" else slice(length)
-        )
 
     def _padded(self, windows: _Windows, members: Sequence[int], width: int) -> dict:
         """The batch's tensors, padded to `width` as the tokenizer pads."""
