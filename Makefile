@@ -39,6 +39,7 @@ bench: setup
 	$(OFFLINE) $(BIN)/python benchmarks/bench_seed.py --streaming --distractors 2000000
 	$(OFFLINE) $(BIN)/python benchmarks/bench_retrieval.py
 	$(OFFLINE) $(BIN)/python benchmarks/bench_generation.py
+	$(OFFLINE) $(BIN)/python benchmarks/bench_df1.py
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache

