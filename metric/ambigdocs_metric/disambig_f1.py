@@ -1,4 +1,4 @@
-"""Disambig-F1: the model-based part of the AmbigDocs metric (metric.md, "Disambig-F1").
+"""Disambig-F1: the model-based part of the AmbigDocs metric (docs/metric.md §9).
 
 For each scored gold document, an extractive QA model trained on SQuAD 2.0 (the paper:
 `deepset/roberta-base-squad2`) reads the model's answer y as context and the disambiguated
