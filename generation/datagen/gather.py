@@ -234,7 +234,7 @@ def iter_disambiguation_pages(
         ValueError: the file is not a MediaWiki XML dump.
     """
     import mwxml
-    from tqdm import tqdm
+    from tqdm.auto import tqdm
 
     wanted = frozenset(normalize_template(t) for t in templates)
     screen = _screen(wanted)
@@ -418,7 +418,7 @@ def gather_from_api(
         import wikipediaapi
     except ImportError:
         raise ValueError("--source api needs `pip install wikipedia-api`") from None
-    from tqdm import tqdm
+    from tqdm.auto import tqdm
 
     wiki = wikipediaapi.Wikipedia(
         user_agent=user_agent, language=language, extract_format=wikipediaapi.ExtractFormat.WIKI
