@@ -30,12 +30,16 @@ def read_rows(
         limit: keep only the first N rows (after validation of all).
 
     Raises:
-        ValueError: a row lacks `qid`/`question`/`documents`, a qid is not a string or integer,
-            or qids repeat (the message names the example and field); limit < 0.
+        ValueError: no rows, a row lacks `qid`/`question`/`documents`, a qid is not a string
+            or integer, or qids repeat (the message names the example and field); limit < 0.
     """
     if limit is not None and limit < 0:
         raise ValueError(f"--limit must be >= 0, got {limit}")
     rows = _load(data_dir, config, dataset, split)
+    if not rows:
+        # An empty file or `[]` would otherwise "succeed" with an empty output.
+        source = f"--data-dir {data_dir}" if data_dir else f"--config {config}" if config else None
+        raise ValueError(f"{source or f'--dataset {dataset}'}, split {split!r}: no rows")
     validate_rows(rows)
     if retrieved:
         attach_retrieved(rows, retrieved, split)
@@ -82,7 +86,12 @@ def validate_rows(rows: list) -> None:
             raise ValueError(
                 f"example {i}: field 'qid' must be a string or an integer, got {type(qid).__name__}"
             )
-        if not isinstance(row["question"], str) or not row["question"].strip():
+        if not isinstance(row["question"], str):
+            raise ValueError(
+                f"example {i} (qid={qid!r}): field 'question' must be a string, "
+                f"got {type(row['question']).__name__}"
+            )
+        if not row["question"].strip():
             raise ValueError(f"example {i} (qid={qid!r}): field 'question' is empty")
         if qid in seen:
             raise ValueError(f"example {i}: field 'qid' repeats qid={qid!r}")

@@ -421,6 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _check_arguments(args)
         loaded = [load_results(path) for path in args.results]
+        _check_labels_field(args, loaded)
         # This process keeps the rows to the end: spare every later collection the walk over them.
         gc.freeze()
         # Lexical scores first, for every file: forking workers is safe before torch is loaded.
@@ -446,6 +447,14 @@ def _check_arguments(args: argparse.Namespace) -> None:
     if args.output_dir.exists() and not args.output_dir.is_dir():
         raise ValueError(f"--output-dir {args.output_dir} is a file, not a folder")
     args.output_dir.mkdir(parents=True, exist_ok=True)  # OSError: cannot be created
+
+
+def _check_labels_field(args: argparse.Namespace, loaded: list[list[dict]]) -> None:
+    """A --labels-field that no row holds is a typo, not a result: refuse it before scoring."""
+    field = args.labels_field
+    if field and not any(row.get(field) is not None for rows in loaded for row in rows):
+        files = ", ".join(str(p) for p in args.results)
+        raise ValueError(f"--labels-field {field!r}: no row of {files} has that field")
 
 
 def _score_file(path: Path, rows: list[dict], args: argparse.Namespace) -> tuple[list, dict]:

@@ -1,0 +1,97 @@
+"""Hostile input to the `ambigdocs` commands: every case ends in one error line and exit status 2.
+
+The commands run in-process through the dispatcher (`generation.cli.main`), as the console
+script does; `run_cli` checks the exit status, that nothing on stderr is a traceback, and that
+the error is one line naming what was wrong.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generation.cli import main
+
+SAMPLE_ANSWERS = "generation/resources/sample/answers.json"
+DOC = {"title": "a", "text": "b", "pid": "1", "answer": "c"}
+ROW = {"qid": 0, "ambiguous_entity": "x", "question": "q", "documents": [DOC]}
+
+
+def run_cli(capsys, argv: list[str]) -> tuple[int, str]:
+    """(exit status, stderr) of `ambigdocs ARGV`; a SystemExit from argparse counts too."""
+    try:
+        code = main(argv)
+    except SystemExit as stop:
+        code = stop.code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, err
+
+
+def assert_one_line_error(code: int, err: str, *needles: str) -> None:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, err
+    assert len(lines) == 1, err
+    for needle in needles:
+        assert needle in lines[0], err
+
+
+def write(path, text: str):
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+# --- ambigdocs answer (dry run on the openai back-end: no model is loaded) ---------------------
+
+
+def _answer(capsys, tmp_path, *extra: str) -> tuple[int, str]:
+    argv = ["answer", "--model", "gpt-4", "--backend", "openai", "--dry-run", "--overwrite"]
+    return run_cli(capsys, argv + ["--output", str(tmp_path / "out.jsonl"), *extra])
+
+
+@pytest.mark.parametrize("content", ["", "[]\n", "\n\n"])
+def test_answer_refuses_a_dataset_without_rows(capsys, tmp_path, content):
+    data = write(tmp_path / "rows.json", content)
+    code, err = _answer(capsys, tmp_path, "--dataset", data)
+    assert_one_line_error(code, err, f"--dataset {data}", "no rows")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize("value", [5, ["q"], {"text": "q"}])
+def test_answer_names_a_question_that_is_not_text(capsys, tmp_path, value):
+    data = write(tmp_path / "rows.json", json.dumps([{**ROW, "question": value}]))
+    code, err = _answer(capsys, tmp_path, "--dataset", data)
+    assert_one_line_error(code, err, "example 0", "'question' must be a string")
+
+
+def test_answer_still_names_an_empty_question(capsys, tmp_path):
+    data = write(tmp_path / "rows.json", json.dumps([{**ROW, "question": "  "}]))
+    code, err = _answer(capsys, tmp_path, "--dataset", data)
+    assert_one_line_error(code, err, "example 0", "'question' is empty")
+
+
+def test_answer_dry_run_of_well_formed_rows_still_succeeds(capsys, tmp_path):
+    data = write(tmp_path / "rows.json", json.dumps([ROW]))
+    code, _ = _answer(capsys, tmp_path, "--dataset", data)
+    assert code == 0
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 1
+
+
+# --- ambigdocs evaluate -----------------------------------------------------------------------
+
+
+def test_evaluate_refuses_a_labels_field_no_row_holds(capsys, tmp_path):
+    out = tmp_path / "scores"
+    argv = ["evaluate", SAMPLE_ANSWERS, "--no-df1", "--allow-duplicate-qids"]
+    code, err = run_cli(capsys, argv + ["--labels-field", "nope", "--output-dir", str(out)])
+    assert_one_line_error(code, err, "--labels-field 'nope'", SAMPLE_ANSWERS)
+    assert not (out / "summary.json").exists()
+
+
+def test_evaluate_labels_field_the_rows_hold_still_compares(capsys, tmp_path):
+    out = tmp_path / "scores"
+    argv = ["evaluate", SAMPLE_ANSWERS, "--no-df1", "--allow-duplicate-qids", "--bootstrap", "0"]
+    code = main(argv + ["--labels-field", "paper_label", "--output-dir", str(out)])
+    assert code == 0
+    assert "Cohen's kappa" in capsys.readouterr().out
