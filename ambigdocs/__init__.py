@@ -253,7 +253,10 @@ def _refuse_top_level_object(path: Path) -> None:
     """
     if path.suffix != ".json":
         return
-    text = path.read_text(encoding="utf-8").lstrip()
+    try:
+        text = path.read_text(encoding="utf-8").lstrip()
+    except UnicodeDecodeError:
+        return  # read_records names the file, line and byte
     if not text.startswith("{"):
         return
     try:

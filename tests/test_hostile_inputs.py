@@ -95,3 +95,25 @@ def test_evaluate_labels_field_the_rows_hold_still_compares(capsys, tmp_path):
     code = main(argv + ["--labels-field", "paper_label", "--output-dir", str(out)])
     assert code == 0
     assert "Cohen's kappa" in capsys.readouterr().out
+
+
+# --- ambigdocs export, and the builder behind it -----------------------------------------------
+
+
+def test_export_names_the_file_and_byte_of_invalid_utf8(capsys, tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "test.json").write_bytes(b'[{"qid": 1, "question": "\xff\xfe"}]')
+    code, err = run_cli(capsys, ["export", "--data-dir", str(raw), str(tmp_path / "out")])
+    lines = [line for line in err.splitlines() if line.startswith("ambigdocs export")]
+    assert code == 2 and len(lines) == 1, err
+    assert f"{raw / 'test.json'}, line 1, byte 26: not valid UTF-8" in lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_export_refuses_a_repo_id_the_card_could_not_use(capsys, tmp_path):
+    out = tmp_path / "out"
+    argv = ["export", "--config", "sample", "--repo-id", "bad id!!", str(out)]
+    code, err = run_cli(capsys, argv)
+    assert_one_line_error(code, err, "repo id 'bad id!!'")
+    assert not out.exists()

@@ -189,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     kwargs = {"cache_dir": args.cache_dir} if args.cache_dir else {}
     try:
+        remote.check_repo_id(args.repo_id)  # the card's loading example must be a usable id
         check_output_dir(args.output_dir, args.overwrite)  # before the build, which may be long
         configs = build_configs(args.config, args.data_dir, **kwargs)
         written = export_dataset(
