@@ -117,3 +117,66 @@ def test_export_refuses_a_repo_id_the_card_could_not_use(capsys, tmp_path):
     code, err = run_cli(capsys, argv)
     assert_one_line_error(code, err, "repo id 'bad id!!'")
     assert not out.exists()
+
+
+# --- shared helpers: outputs (generation/io/records.py) and passages (generation/io/passages.py)
+
+
+def test_an_output_under_a_file_names_that_file(tmp_path):
+    from generation.io.records import atomic_write_json
+
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    for target in (blocker / "out.json", blocker / "deeper" / "out.json"):
+        with pytest.raises(NotADirectoryError) as caught:
+            atomic_write_json(target, {})
+        assert caught.value.filename == str(blocker)
+
+
+def test_an_output_that_is_a_folder_is_named(tmp_path):
+    from generation.io.records import ResumableJsonl, atomic_write_json
+
+    with pytest.raises(IsADirectoryError) as caught:
+        atomic_write_json(tmp_path, {})
+    assert caught.value.filename == str(tmp_path)
+    with pytest.raises(IsADirectoryError):
+        ResumableJsonl(tmp_path, key=lambda r: r["qid"])
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def _seed(capsys, tmp_path, passages: str, output: str) -> tuple[int, str]:
+    mapping = write(tmp_path / "map.json", json.dumps({"A": ["A (x)", "A (y)"]}))
+    argv = ["build", "seed", "--passages", passages, "--disambiguation", mapping]
+    return run_cli(capsys, argv + ["--output", output, "--no-progress"])
+
+
+def test_build_seed_output_under_a_file_ends_in_one_line(capsys, tmp_path):
+    passages = write(tmp_path / "p.tsv", "id\ttext\ttitle\n1\thello\tA (x)\n")
+    blocker = write(tmp_path / "afile", "x")
+    code, err = _seed(capsys, tmp_path, passages, f"{blocker}/seeds.jsonl")
+    assert_one_line_error(code, err, f"{blocker}: is a file")
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (b"", "no passages"),
+        (b"id\ttext\ttitle\n", "no passages"),
+        (b"id\ttext\ttitle\n1\t\xff\xfe\tA (x)\n", "not valid UTF-8"),
+    ],
+)
+def test_passages_without_passages_or_not_utf8_are_named(tmp_path, content, needle):
+    from generation.io.passages import collect_passages
+
+    path = tmp_path / "p.tsv"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=needle) as caught:
+        collect_passages(path, {"A (x)"}, 20, False)
+    assert str(path) in str(caught.value)
+
+
+def test_build_seed_refuses_an_empty_passage_file(capsys, tmp_path):
+    passages = write(tmp_path / "p.tsv", "")
+    code, err = _seed(capsys, tmp_path, passages, str(tmp_path / "seeds.jsonl"))
+    assert_one_line_error(code, err, passages, "no passages")
+    assert not (tmp_path / "seeds.jsonl").exists()

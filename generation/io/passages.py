@@ -86,12 +86,17 @@ def iter_passages(path: str | os.PathLike, progress: bool = True) -> Iterator[tu
         progress: show a progress bar (over bytes read; characters, for speed).
 
     Raises:
-        ValueError: a row has fewer than 3 fields, or the file is not UTF-8; the message names
-            the file and line (and byte).
+        ValueError: a row has fewer than 3 fields, or the file is not UTF-8 (the message names
+            the file and line, and byte), or it holds no passage.
         IsADirectoryError: the path is a folder (FileNotFoundError: it does not exist).
     """
+    found = False
     for _, pid, text, title in _rows(path, 0, progress, offsets=False):
+        found = True
         yield pid, text, title
+    if not found:
+        # An empty file (or a header alone) would otherwise end a stage "done" with no output.
+        raise ValueError(f"{path}: no passages (expected id<TAB>text<TAB>title rows)")
 
 
 def _raise_utf8_error(path: Path) -> None:

@@ -12,6 +12,7 @@ never loses finished work and never leaves a file that breaks the next run:
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -146,9 +147,29 @@ def current_umask() -> int:
     return umask
 
 
+def make_parent(path: str | os.PathLike) -> None:
+    """Creates the folder `path` goes in, and refuses a `path` that cannot be a file there.
+
+    Raises:
+        IsADirectoryError: `path` is a folder.
+        NotADirectoryError: a file stands where one of its folders should be (named).
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a folder; give a file path", str(path))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        # mkdir names the first missing folder, not the file in the way: name that file.
+        blocker = next((p for p in (path.parent, *path.parent.parents) if p.is_file()), path.parent)
+        raise NotADirectoryError(
+            errno.ENOTDIR, f"is a file, so {path} cannot be created", str(blocker)
+        ) from None
+
+
 def _atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: str = "w") -> None:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_parent(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         # mkstemp makes the file 0600; the output gets the mode a plain open() would give it.
@@ -210,7 +231,7 @@ class ResumableJsonl:
     def __init__(self, path: str | os.PathLike, key: Callable[[dict], Any]):
         self.path = Path(path)
         self.key = key
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_parent(self.path)
         self.records: list[dict] = self._load_and_repair()
         self.done: set = {key(r) for r in self.records}
         self._file = self.path.open("a", encoding="utf-8")
