@@ -63,8 +63,31 @@ def dispatch(prog: str, table: dict[str, tuple[str | dict, str]], argv: list[str
         return dispatch(f"{prog} {command}", target, rest)
     try:
         return int(importlib.import_module(target).main(rest) or 0)
+    except PATH_ERRORS as err:
+        if not err.filename:
+            raise
+        return _path_unusable(f"{prog} {command}", err)
     except Exception as err:
         return _hub_unreachable(f"{prog} {command}", err)
+
+
+# A path the user gave (or one derived from it) that cannot be used: bad input, whichever
+# command let it through, so the dispatcher ends it in one line rather than a traceback.
+PATH_ERRORS = (
+    FileNotFoundError,
+    FileExistsError,
+    IsADirectoryError,
+    NotADirectoryError,
+    PermissionError,
+)
+
+
+def _path_unusable(prog: str, err: OSError) -> int:
+    """One line naming the path and status 2 for a file-system error on a given path."""
+    from generation.options import one_line
+
+    print(f"{prog}: error: {one_line(err)}", file=sys.stderr)
+    return 2
 
 
 def _hub_unreachable(prog: str, err: Exception) -> int:

@@ -8,6 +8,7 @@ the error is one line naming what was wrong.
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -180,3 +181,50 @@ def test_build_seed_refuses_an_empty_passage_file(capsys, tmp_path):
     code, err = _seed(capsys, tmp_path, passages, str(tmp_path / "seeds.jsonl"))
     assert_one_line_error(code, err, passages, "no passages")
     assert not (tmp_path / "seeds.jsonl").exists()
+
+
+# --- the dispatcher's net: a path error a command lets through still ends in one line ---------
+
+
+def test_build_filter_missing_input_ends_in_one_line(capsys, tmp_path):
+    missing = str(tmp_path / "missing.jsonl")
+    argv = ["build", "filter", "--input", missing, "--output", str(tmp_path / "f.jsonl")]
+    code, err = run_cli(capsys, argv + ["--no-entailment"])
+    assert_one_line_error(code, err, "ambigdocs build filter: error:", missing)
+
+
+def test_build_gather_dump_that_is_a_folder_ends_in_one_line(capsys, tmp_path):
+    argv = ["build", "gather", "--dump", str(tmp_path), "--output", str(tmp_path / "map.json")]
+    code, err = run_cli(capsys, argv)
+    assert_one_line_error(code, err, "ambigdocs build gather: error:", str(tmp_path))
+
+
+def test_build_split_output_dir_under_a_file_ends_in_one_line(capsys, tmp_path):
+    rows = [
+        {
+            "surface_name": f"X{i}",
+            "ambiguous_entity": "X",
+            "question": "q?",
+            "documents": [{"title": f"t{i}", "text": "x", "pid": str(i), "answer": "a"}],
+        }
+        for i in range(10)
+    ]
+    data = write(tmp_path / "expanded.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    blocker = write(tmp_path / "afile", "x")
+    argv = ["build", "split", "--input", data, "--output-dir", f"{blocker}/release"]
+    code, err = run_cli(capsys, argv + ["--no-progress"])
+    assert_one_line_error(code, err, "ambigdocs build split: error:", blocker)
+
+
+def test_the_dispatcher_still_raises_a_file_error_without_a_path(monkeypatch):
+    import types
+
+    from generation import cli
+
+    def fail(argv):
+        raise FileNotFoundError("no path attached")
+
+    monkeypatch.setitem(cli.COMMANDS, "boom", ("boom_module", "test"))
+    monkeypatch.setitem(sys.modules, "boom_module", types.SimpleNamespace(main=fail))
+    with pytest.raises(FileNotFoundError):
+        cli.main(["boom"])
