@@ -155,7 +155,7 @@ def test_build_seed_output_under_a_file_ends_in_one_line(capsys, tmp_path):
     passages = write(tmp_path / "p.tsv", "id\ttext\ttitle\n1\thello\tA (x)\n")
     blocker = write(tmp_path / "afile", "x")
     code, err = _seed(capsys, tmp_path, passages, f"{blocker}/seeds.jsonl")
-    assert_one_line_error(code, err, f"{blocker}: is a file")
+    assert_one_line_error(code, err, blocker, "is a file")
 
 
 @pytest.mark.parametrize(
