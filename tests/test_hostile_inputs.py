@@ -228,3 +228,29 @@ def test_the_dispatcher_still_raises_a_file_error_without_a_path(monkeypatch):
     monkeypatch.setitem(sys.modules, "boom_module", types.SimpleNamespace(main=fail))
     with pytest.raises(FileNotFoundError):
         cli.main(["boom"])
+
+
+# --- answer --evaluate-args: checked before any answering, not after it --------------------------
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        ("--bogus", "unrecognized arguments: --bogus"),
+        ("--bootstrap abc", "invalid int value"),
+        ("'--no-df1", "No closing quotation"),
+        ("--help", "not an option to pass on"),
+    ],
+)
+def test_answer_refuses_evaluate_args_evaluate_would_refuse(capsys, tmp_path, extra, needle):
+    code, err = _answer(
+        capsys, tmp_path, "--config", "sample", "--evaluate", f"--evaluate-args={extra}"
+    )
+    assert_one_line_error(code, err, "--evaluate-args", needle)
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_answer_takes_evaluate_args_evaluate_takes(capsys, tmp_path):
+    argv = ["--config", "sample", "--evaluate", "--evaluate-args=--no-df1 --bootstrap 0"]
+    code, _ = _answer(capsys, tmp_path, *argv)
+    assert code == 0

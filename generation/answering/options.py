@@ -164,6 +164,16 @@ class AnswerArguments(DataArguments):
         if self.max_concurrency is not None and self.max_concurrency < 1:
             raise ValueError(f"--max-concurrency must be >= 1, got {self.max_concurrency}")
         check_output_path(self.output, "--output")
+        if self.evaluate:
+            import shlex
+
+            from generation.report.evaluate import check_extra_args
+
+            try:
+                extra = shlex.split(self.evaluate_args)
+            except ValueError as err:  # an unclosed quote
+                raise ValueError(f"--evaluate-args {self.evaluate_args!r}: {err}") from None
+            check_extra_args(extra, "--evaluate-args")
         for name in ("export_json",):
             if getattr(self, name):
                 check_output_path(getattr(self, name), f"--{name.replace('_', '-')}")

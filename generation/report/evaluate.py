@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import shlex
 import sys
 from collections import Counter
 from pathlib import Path
@@ -308,6 +309,23 @@ def _column_names(paths: list[Path]) -> list[str]:
 
 
 # --- command line ----------------------------------------------------------------------------------
+
+
+def check_extra_args(extra: list[str], flag: str) -> None:
+    """Raises ValueError when `extra`, options for a later `ambigdocs evaluate` run (e.g.
+    `ambigdocs answer --evaluate-args`), would not parse: found before hours of answering, not
+    after.
+    """
+    parser = build_parser()
+
+    def fail(message: str):
+        raise ValueError(f"{flag} {shlex.join(extra)!r}: {message}")
+
+    parser.error = fail
+    try:
+        parser.parse_args(["RESULTS", "--output-dir", "DIR", *extra])
+    except SystemExit:  # --help would end the run there
+        raise ValueError(f"{flag} {shlex.join(extra)!r}: not an option to pass on") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
