@@ -254,3 +254,36 @@ def test_answer_takes_evaluate_args_evaluate_takes(capsys, tmp_path):
     argv = ["--config", "sample", "--evaluate", "--evaluate-args=--no-df1 --bootstrap 0"]
     code, _ = _answer(capsys, tmp_path, *argv)
     assert code == 0
+
+
+# --- python -m generation.lm_eval_tasks.samples ---------------------------------------------------
+
+
+@pytest.mark.parametrize("content", ["", "\n\n"])
+def test_lm_eval_samples_refuses_an_empty_file(capsys, tmp_path, content):
+    from generation.lm_eval_tasks.samples import main as samples_main
+
+    samples = write(tmp_path / "samples.jsonl", content)
+    code = samples_main([samples, "--output", str(tmp_path / "answers.jsonl")])
+    err = capsys.readouterr().err
+    assert_one_line_error(code, err, samples, "no samples")
+    assert not (tmp_path / "answers.jsonl").exists()
+
+
+def test_lm_eval_samples_missing_file_is_one_line_without_errno(capsys, tmp_path):
+    from generation.lm_eval_tasks.samples import main as samples_main
+
+    missing = str(tmp_path / "missing.jsonl")
+    code = samples_main([missing, "--output", str(tmp_path / "answers.jsonl")])
+    err = capsys.readouterr().err
+    assert_one_line_error(code, err, f"error: {missing}: No such file")
+    assert "[Errno" not in err
+
+
+def test_lm_eval_samples_refuses_a_boolean_doc_id(tmp_path):
+    from generation.lm_eval_tasks.samples import samples_to_answers
+
+    sample = {"doc_id": True, "doc": {"docs": []}, "filtered_resps": ["x"]}
+    path = write(tmp_path / "samples.jsonl", json.dumps(sample) + "\n")
+    with pytest.raises(ValueError, match="'doc_id' must be an integer"):
+        samples_to_answers(path)

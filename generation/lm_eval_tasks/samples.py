@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from generation.io.records import atomic_write_jsonl, iter_jsonl
+from generation.options import one_line
 
 
 def sample_to_answer(sample: Mapping, where: str) -> dict:
@@ -50,15 +51,19 @@ def samples_to_answers(path: str | Path) -> list[dict]:
     """The answer rows of an lm-eval samples file, in data order (by `doc_id`).
 
     Raises:
-        ValueError: a malformed line or sample, or a repeated `doc_id` (names file and line).
+        ValueError: a malformed line or sample, a repeated `doc_id` (names file and line), or
+            no sample at all.
     """
     keyed = []
     for lineno, sample in enumerate(iter_jsonl(path), 1):
         where = f"{path}: line {lineno}"
         doc_id = sample.get("doc_id")
-        if not isinstance(doc_id, int):
+        if isinstance(doc_id, bool) or not isinstance(doc_id, int):
             raise ValueError(f"{where}: field 'doc_id' must be an integer, got {doc_id!r}")
         keyed.append((doc_id, sample_to_answer(sample, where)))
+    if not keyed:
+        # An empty file would otherwise become an empty answers file, scored as nothing.
+        raise ValueError(f"{path}: no samples (the file is empty)")
     ids = [doc_id for doc_id, _ in keyed]
     if len(set(ids)) != len(ids):
         raise ValueError(f"{path}: a doc_id repeats (more than one filter or repeat logged?)")
@@ -78,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = samples_to_answers(args.samples)
         atomic_write_jsonl(args.output, rows)
     except (OSError, ValueError) as err:
-        print(f"{p.prog}: {err}", file=sys.stderr)
+        print(f"{p.prog}: error: {one_line(err)}", file=sys.stderr)
         return 2
     print(f"wrote {len(rows)} answers to {args.output}", file=sys.stderr)
     return 0
