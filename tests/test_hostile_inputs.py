@@ -287,3 +287,21 @@ def test_lm_eval_samples_refuses_a_boolean_doc_id(tmp_path):
     path = write(tmp_path / "samples.jsonl", json.dumps(sample) + "\n")
     with pytest.raises(ValueError, match="'doc_id' must be an integer"):
         samples_to_answers(path)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--bootstrap-seed", "-2"),
+        ("--workers", "0"),
+        ("--workers", "-2"),
+        ("--qa-batch-size", "0"),
+        ("--qa-batch-tokens", "0"),
+    ],
+)
+def test_evaluate_names_a_number_out_of_range(capsys, tmp_path, flag, value):
+    out = tmp_path / "scores"
+    argv = ["evaluate", SAMPLE_ANSWERS, "--allow-duplicate-qids", "--output-dir", str(out)]
+    code, err = run_cli(capsys, [*argv, flag, value])
+    assert_one_line_error(code, err, f"{flag} must be")
+    assert not (out / "summary.json").exists()

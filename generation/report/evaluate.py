@@ -460,8 +460,14 @@ def _check_arguments(args: argparse.Namespace) -> None:
     """Bad options and an unusable --output-dir, before any work."""
     if args.bootstrap < 0:
         raise ValueError("--bootstrap must be 0 or more")
-    if args.qa_batch_size < 1 or args.qa_batch_tokens < 1:
-        raise ValueError("--qa-batch-size and --qa-batch-tokens must be at least 1")
+    for flag, value, low in (
+        ("--bootstrap-seed", args.bootstrap_seed, 0),  # numpy's own error names no flag
+        ("--workers", args.workers, 1),
+        ("--qa-batch-size", args.qa_batch_size, 1),
+        ("--qa-batch-tokens", args.qa_batch_tokens, 1),
+    ):
+        if value < low:
+            raise ValueError(f"{flag} must be {low} or more, got {value}")
     if args.output_dir.exists() and not args.output_dir.is_dir():
         raise ValueError(f"--output-dir {args.output_dir} is a file, not a folder")
     args.output_dir.mkdir(parents=True, exist_ok=True)  # OSError: cannot be created
