@@ -305,3 +305,30 @@ def test_evaluate_names_a_number_out_of_range(capsys, tmp_path, flag, value):
     code, err = run_cli(capsys, [*argv, flag, value])
     assert_one_line_error(code, err, f"{flag} must be")
     assert not (out / "summary.json").exists()
+
+
+# --- resuming: recorded settings that cannot be read (generation/io/resume.py) -----------------
+
+
+@pytest.mark.parametrize("content", [b"{", b"[]", b"5", b"\xff"])
+def test_unreadable_recorded_settings_refuse_the_resume_naming_the_file(tmp_path, content):
+    from generation.io.resume import ResumeRefused, check_settings
+
+    settings_file = tmp_path / "out.jsonl.meta.json"
+    settings_file.write_bytes(content)
+    with pytest.raises(ResumeRefused, match="--overwrite") as caught:
+        check_settings(settings_file, {"model": "m"}, has_work=True, what="out.jsonl")
+    assert str(settings_file) in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_build_seed_with_a_cut_settings_file_ends_in_one_line(capsys, tmp_path):
+    from generation.io.resume import partial_path
+
+    passages = write(tmp_path / "p.tsv", "id\ttext\ttitle\n1\thello\tA (x)\n")
+    output = tmp_path / "seeds.jsonl"
+    partial_path(output).write_text('{"surface_name": "A"}\n')  # finished work to resume
+    settings = tmp_path / "seeds.jsonl.partial.settings.json"
+    settings.write_text("{")
+    code, err = _seed(capsys, tmp_path, passages, str(output))
+    assert_one_line_error(code, err, str(settings), "--overwrite")

@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from generation.io.records import ResumableJsonl, atomic_write_json
+from generation.io.records import ResumableJsonl, atomic_write_json, check_utf8
+from generation.options import one_line
 
 # Files up to this size are fingerprinted by content (SHA-256); larger ones (the 13 GB passage
 # file) by size and modification time, which is what a rewrite changes in practice.
@@ -126,7 +127,7 @@ def check_settings(
                 f"{what} exists but records no settings ({settings_file.name} is missing), so "
                 "it cannot be resumed safely; pass --overwrite to start again"
             )
-        saved = {**(defaults or {}), **json.loads(settings_file.read_text(encoding="utf-8"))}
+        saved = {**(defaults or {}), **_read_saved_settings(settings_file)}
         changed = settings_differences(saved, settings)
         if changed:
             raise ResumeRefused(
@@ -135,6 +136,24 @@ def check_settings(
             )
     atomic_write_json(settings_file, settings)
     return has_work
+
+
+def _read_saved_settings(path: Path) -> dict:
+    """The settings a run recorded, or a ResumeRefused naming the file when it is not a JSON
+    object (cut short, edited by hand): the work cannot be checked, so it is not resumed."""
+    data = path.read_bytes()
+    try:
+        check_utf8(path, data)
+        saved = json.loads(data)
+    except ValueError as err:  # also json.JSONDecodeError
+        saved = err
+    if not isinstance(saved, dict):
+        why = one_line(saved) if isinstance(saved, Exception) else "not a JSON object"
+        raise ResumeRefused(
+            f"{path}: the recorded settings cannot be read ({why}), so the work cannot be "
+            "resumed safely; pass --overwrite to start again"
+        )
+    return saved
 
 
 # --- work files beside an output -------------------------------------------------------------
