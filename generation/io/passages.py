@@ -96,7 +96,7 @@ def iter_passages(path: str | os.PathLike, progress: bool = True) -> Iterator[tu
         yield pid, text, title
     if not found:
         # An empty file (or a header alone) would otherwise end a stage "done" with no output.
-        raise ValueError(f"{path}: no passages (expected id<TAB>text<TAB>title rows)")
+        raise ValueError(f"{path}: holds no passages (expected rows `id<TAB>text<TAB>title`)")
 
 
 def _raise_utf8_error(path: Path) -> None:
@@ -211,9 +211,7 @@ def collect_passages(
     wanted = set(titles)
     held: dict[str, list[tuple[str, str]]] = {}
     counts: dict[str, int] = {}
-    rows = 0
     for pid, text, title in iter_passages(path, progress=progress):
-        rows += 1
         if title not in wanted:
             continue
         n = counts.get(title, 0) + 1
@@ -222,8 +220,6 @@ def collect_passages(
             held.setdefault(title, []).append((pid, text))
         elif n == max_per_title + 1:
             del held[title]  # too many: its passages are never needed, free them now
-    if not rows:
-        raise ValueError(f"{path}: holds no passages (expected rows `id<TAB>text<TAB>title`)")
     return held, counts
 
 
