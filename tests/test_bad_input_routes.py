@@ -218,6 +218,7 @@ def test_distill_names_the_base_model_flag_as_typed(tmp_path, capsys, flag):
         (["--num_train_epochs", "-2"], "--num_train_epochs must be >= 0"),
         (["--max_steps", "-5"], "--max_steps must be >= -1"),
         (["--lora_r", "0"], "--lora_r must be >= 1"),
+        (["--lora_alpha", "0"], "--lora_alpha must be >= 1"),
         (["--lora_dropout", "1.5"], "--lora_dropout must be between 0 and 1"),
         (["--per_device_train_batch_size", "0"], "--per_device_train_batch_size must be >= 1"),
         (["--gradient_accumulation_steps", "0"], "--gradient_accumulation_steps must be >= 1"),

@@ -273,7 +273,7 @@ NUMBER_RANGES: tuple[tuple[str, str, float, float | None], ...] = (
     ("training", "max_grad_norm", 0, None),
     ("training", "max_length", 1, None),  # None: no truncation
     ("model", "lora_r", 1, None),
-    ("model", "lora_alpha", 0, None),
+    ("model", "lora_alpha", 1, None),  # 0 would scale the adapter away
     ("model", "lora_dropout", 0, 1),
 )
 
