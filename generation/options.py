@@ -22,6 +22,7 @@ from typing import Any, Literal
 INPUT_ERRORS = (
     ValueError,
     FileNotFoundError,
+    FileExistsError,  # e.g. a folder to create where a file stands
     IsADirectoryError,
     NotADirectoryError,
     PermissionError,
@@ -121,16 +122,17 @@ def check_types(options: Any, where: str = "") -> None:
             )
 
 
-def check_at_least(options: Any, minimum: int, *names: str) -> None:
-    """For a dataclass's `__post_init__`: each named int field is at least `minimum` (other
-    types are left to `check_types`).
+def check_at_least(options: Any, minimum: float, *names: str) -> None:
+    """For a dataclass's `__post_init__`: each named number field (int or float; None is
+    left alone) is at least `minimum`. A NaN is refused; other types are left to `check_types`.
 
     Raises:
         ValueError: names the option and the value.
     """
     for name in names:
         value = getattr(options, name)
-        if isinstance(value, int) and not isinstance(value, bool) and value < minimum:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if number and not value >= minimum:  # `not >=` also catches NaN
             raise ValueError(f"option {name!r} must be >= {minimum}, got {value}")
 
 
@@ -188,7 +190,8 @@ def run_command(
     Returns `run`'s result when it is an exit status (an int), else 0.
 
     Bad input of any kind (unparsable arguments, a bad value, a missing or unreadable file,
-    a `ValueError` from the run) ends with one line on stderr and exit status 2.
+    a `ValueError` from the run, a model the Hub cannot deliver) ends with one line on stderr
+    and exit status 2, whether the command runs through `ambigdocs` or `python -m`.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -198,3 +201,9 @@ def run_command(
     except INPUT_ERRORS as err:
         print(f"{prog}: error: {one_line(err)}", file=sys.stderr)
         return 2
+    except Exception as err:
+        # A model or file the Hub cannot deliver: one line, as through `ambigdocs` (the same
+        # handler), so that `python -m` runs behave alike; anything else is raised again.
+        from generation.cli import _hub_unreachable
+
+        return _hub_unreachable(prog, err)

@@ -22,6 +22,29 @@ from generation.prompts import Prompt
 DEFAULT_MAX_CONCURRENCY = 8
 RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 
+# How an API model decodes: `greedy` (temperature 0 and the caller's token budget, the toolkit's
+# default) or `authors` (neither sent: the API's defaults, as the authors' GPT-4 scripts called it).
+DECODINGS = ("greedy", "authors")
+
+
+def resolve_decoding(backend: str, prompt_format: str | None, decoding: str | None) -> str:
+    """The decoding a run uses: the one asked for, else `authors` with the authors' prompt
+    format and `greedy` otherwise. Other back-ends always decode greedily (as the authors' open
+    models did), so they get `greedy` whatever is asked.
+    """
+    if backend != "openai":
+        return "greedy"
+    return decoding or ("authors" if prompt_format == "authors" else "greedy")
+
+
+def decoding_options(decoding: str) -> dict:
+    """The back-end options a decoding sets: `authors` sends no temperature and no token limit;
+    `greedy` keeps the back-end's defaults (temperature 0, `max_tokens`).
+    """
+    if decoding not in DECODINGS:
+        raise ValueError(f"decoding must be one of {DECODINGS}, got {decoding!r}")
+    return {"temperature": None, "max_tokens_param": None} if decoding == "authors" else {}
+
 
 class OpenAIBackend:
     """Greedy (temperature 0, by default) chat completions through the `openai` client.

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from generation.backends.seq2seq import Seq2SeqGenerator
+from generation.options import one_line
 from generation.prompts import strip_disambiguation
 
 DEFAULT_CONVERTER = "domenicrosati/question_converter-3b"
@@ -171,7 +172,7 @@ class LazyEntailmentChecker:
                     f"{self.options.get('converter_model')!r}, {self.options.get('nli_model')!r}"
                 )
                 raise ValueError(
-                    f"entailment models {models}: cannot load them ({' '.join(str(err).split())})"
+                    f"entailment models {models}: cannot load them ({one_line(err)})"
                 ) from err
         return self._checker.check(items)
 

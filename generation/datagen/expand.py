@@ -584,7 +584,7 @@ class ExpandOptions:
 
     def __post_init__(self):
         check_at_least(self, 1, "chunk_size", "max_new_tokens")
-        check_at_least(self, 0, "max_passages")
+        check_at_least(self, 0, "max_passages", "threshold")
 
 
 def run(options: ExpandOptions, model: ModelOptions, entailment: EntailmentOptions) -> dict | None:

@@ -246,7 +246,7 @@ def iter_disambiguation_pages(
         try:
             parsed = mwxml.Dump.from_file(f)
         except Exception as err:  # mwxml raises several types on a non-dump file
-            raise ValueError(f"{path}: not a MediaWiki XML dump ({err})") from None
+            raise ValueError(f"{path}: not a MediaWiki XML dump ({one_line(err)})") from None
         namespaces = [ns.name for ns in (parsed.site_info.namespaces or []) if ns.id != 0]
         pages = tqdm(parsed, desc=f"reading {path.name}", unit=" pages", disable=not progress)
         with _unreadable_dump(path, stats):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generation.backends.base import BACKENDS, LazyBackend, parse_backend_options
-from generation.options import one_line, option
+from generation.options import check_at_least, one_line, option
 
 
 @dataclass(kw_only=True)
@@ -36,6 +36,7 @@ class ModelOptions:
     def __post_init__(self):
         if isinstance(self.backend_option, Mapping):  # a YAML mapping
             self.backend_option = [f"{k}={_yaml_scalar(v)}" for k, v in self.backend_option.items()]
+        check_at_least(self, 1, "batch_size")
         check_model_options(self)
 
 
@@ -116,9 +117,17 @@ class StageBackend(LazyBackend):
         return self._backend
 
 
-def make_backend(model: ModelOptions) -> StageBackend:
-    """The back-end the options name, loaded on first use."""
-    return StageBackend(model.backend, model.model, **backend_options(model))
+def make_backend(model: ModelOptions, defaults: Mapping | None = None) -> StageBackend:
+    """The back-end the options name, loaded on first use.
+
+    Args:
+        model: the model options.
+        defaults: back-end options the stage chose (e.g. a decoding's); `--backend-option`
+            values given by the user take precedence.
+    """
+    return StageBackend(
+        model.backend, model.model, **{**(defaults or {}), **backend_options(model)}
+    )
 
 
 def has_chat_template(model: ModelOptions, backend: LazyBackend | None = None) -> bool:

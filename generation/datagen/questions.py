@@ -26,6 +26,12 @@ finished chunk is saved (`<output>.partial.jsonl`), so a rerun after a crash con
 stopped. `--max-new-tokens` defaults to 150 for the `instruction` format (the authors' distilled
 model) and 200 otherwise (the authors' GPT-4 calls set no limit).
 
+Decoding (`--decoding`, openai only, as for `ambigdocs answer`): `greedy` (temperature 0 and
+`--max-new-tokens`) or `authors` (no temperature and no token limit sent, so the API's defaults
+apply, as in the authors' GPT-4 script: issue 11). The default is `authors` with
+`--prompt-format authors` and `greedy` otherwise; open models always decode greedily. The
+decoding is recorded with the run's settings, so a resume never mixes the two.
+
 `--dry-run` loads no model and sends no request: it writes `--output` as JSONL, one line per seed
 pair with `surface_name`, `docs` (the two passages shown, in order, with `title`, `text`, `pid`)
 and the exact model input, `prompt` (a string) or `messages` (chat messages).
@@ -55,6 +61,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from generation.backends.base import Backend, LazyBackend
+from generation.backends.openai import decoding_options, resolve_decoding
 from generation.datagen.model_options import (
     ModelOptions,
     check_model_loadable,
@@ -385,6 +392,12 @@ class QuestionsOptions:
         help="lines (the authors' GPT-4 script), markers (their Llama script); auto: markers "
         "for the instruction format, lines otherwise",
     )
+    decoding: Literal["greedy", "authors"] | None = option(
+        None,
+        help="openai: greedy (temperature 0, --max-new-tokens) or authors (no temperature and "
+        "no token limit sent: the API's defaults, as the authors' GPT-4 script). Default: "
+        "authors with --prompt-format authors, else greedy. Open models always decode greedily",
+    )
     dry_run: bool = option(
         False, help="write the exact model inputs to --output (JSONL); load no model, send nothing"
     )
@@ -409,7 +422,10 @@ def run(options: QuestionsOptions, model: ModelOptions) -> dict | None:
     if options.exemplars and options.prompt_format == "authors":
         _check_format("authors", options.exemplars)  # refused before the file is read
     exemplars = load_exemplars(options.exemplars) if options.exemplars else None
-    backend = make_backend(model)
+    # Decided by the options alone: only openai models have a choice, and their default prompt
+    # format is chat, so no tokenizer is needed to know it.
+    decoding = resolve_decoding(model.backend, options.prompt_format, options.decoding)
+    backend = make_backend(model, decoding_options(decoding))
     try:
         prompt_format = resolve_prompt_format(
             options.prompt_format, model, backend, dry_run=options.dry_run
@@ -430,7 +446,7 @@ def run(options: QuestionsOptions, model: ModelOptions) -> dict | None:
             parse_rule=options.parse_rule,
             chunk_size=options.chunk_size,
             overwrite=options.overwrite,
-            settings=model_settings(model),
+            settings={**model_settings(model), "decoding": decoding},
             show_progress=options.progress,
         )
     finally:

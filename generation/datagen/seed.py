@@ -59,7 +59,7 @@ from generation.datagen.stage_io import check_output, write_stage
 from generation.io.passages import collect_passages
 from generation.io.records import check_utf8, gc_paused
 from generation.io.resume import discard_work, open_work
-from generation.options import option, run_command
+from generation.options import check_at_least, option, run_command
 
 TIE_BREAKS = ("first", "random")
 METHODS = ("fast", "dp")
@@ -454,6 +454,13 @@ class SeedOptions:
     max_passages: int = option(20, help="entities with more passages have none")
     progress: bool = option(True, help="show progress bars (--no-progress hides them)")
     overwrite: bool = option(False, help="discard an interrupted run's work")
+
+    def __post_init__(self):
+        # Checked when the options are made: `build all` reports them before any stage runs.
+        check_at_least(self, 1, "num_proc", "max_passages")
+        check_at_least(self, 0, "min_entities")
+        if isinstance(self.min_entities, int):
+            check_at_least(self, self.min_entities, "max_entities")
 
 
 OPTIONS = (SeedOptions,)

@@ -137,6 +137,18 @@ def passage_groups(rows: Sequence[Mapping]) -> list[list[int]]:
     return sorted(groups.values(), key=lambda g: g[0])
 
 
+def check_fractions(fractions: Sequence[float]) -> None:
+    """Refuses split shares that are not three non-negative numbers summing to 1 (NaN too)."""
+    numbers = all(isinstance(f, (int, float)) and not isinstance(f, bool) for f in fractions)
+    if (
+        len(fractions) != 3
+        or not numbers
+        or not all(f >= 0 for f in fractions)
+        or not abs(sum(fractions) - 1) <= 1e-6
+    ):
+        raise ValueError(f"fractions must be three non-negative numbers summing to 1: {fractions}")
+
+
 def assign_splits(
     groups: Sequence[Sequence[int]], seed: int = 0, fractions: Sequence[float] = DEFAULT_FRACTIONS
 ) -> dict[str, list[int]]:
@@ -145,8 +157,7 @@ def assign_splits(
     Returns:
         split name -> sorted row indices.
     """
-    if len(fractions) != 3 or any(f < 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6:
-        raise ValueError(f"fractions must be three non-negative numbers summing to 1: {fractions}")
+    check_fractions(fractions)
     order = list(range(len(groups)))
     random.Random(seed).shuffle(order)
     total = sum(len(g) for g in groups)
@@ -184,6 +195,7 @@ def run(
             comes out empty although its fraction is not 0, or an output folder that holds
             other files than a split's.
     """
+    check_fractions(fractions)
     out = Path(output_dir)
     _check_output_folder(out)
     rows = read_stage(input)
@@ -244,6 +256,10 @@ def _split_files() -> set[str]:
 def _check_output_folder(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise ValueError(f"--output-dir {out} is a file, not a folder")
+    # A file where one of its folders should be: refused before the input is read, naming it.
+    blocker = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise ValueError(f"--output-dir {out}: {blocker} is a file, not a folder")
     if out.is_dir():
         other = sorted(p.name for p in out.iterdir() if p.name not in _split_files())
         if other:
@@ -306,6 +322,12 @@ class SplitOptions:
         list(DEFAULT_FRACTIONS), help="train, dev and test shares (three numbers)"
     )
     progress: bool = option(True, help="show progress bars (--no-progress hides them)")
+
+    def __post_init__(self):
+        # Checked when the options are made, before the input is read (and, in `build all`,
+        # before any stage runs); a value that is not a list is left to the type check.
+        if isinstance(self.fractions, (list, tuple)):
+            check_fractions(self.fractions)
 
 
 OPTIONS = (SplitOptions,)

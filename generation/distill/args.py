@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from generation.options import one_line
+
 # ModelConfig fields whose defaults differ here from trl's (the paper's settings). `dtype: auto`
 # means here: bfloat16 where it runs (see generation.distill.train.resolve_compute_dtype).
 PAPER_MODEL_DEFAULTS: dict[str, object] = {
@@ -253,6 +255,27 @@ def make_parser(preset: str = "paper"):
 
 
 _ALIASES = {"--base-model": "--model_name_or_path", "--base_model": "--model_name_or_path"}
+# How errors name the base model option: by both names, so whichever the user typed is there.
+MODEL_FLAG = "--base-model/--model_name_or_path"
+
+# Numeric options checked before anything loads: (which arguments, name, lowest value, highest
+# value or None). Out of range, trl and transformers accept them and fail only once the model
+# is loaded (a negative learning rate in the optimiser) or train nothing without a word.
+NUMBER_RANGES: tuple[tuple[str, str, float, float | None], ...] = (
+    ("training", "learning_rate", 0, None),
+    ("training", "num_train_epochs", 0, None),
+    ("training", "max_steps", -1, None),  # -1: train for num_train_epochs
+    ("training", "per_device_train_batch_size", 1, None),
+    ("training", "per_device_eval_batch_size", 1, None),
+    ("training", "gradient_accumulation_steps", 1, None),
+    ("training", "warmup_steps", 0, None),  # a float < 1 is a ratio of the total steps
+    ("training", "weight_decay", 0, None),
+    ("training", "max_grad_norm", 0, None),
+    ("training", "max_length", 1, None),  # None: no truncation
+    ("model", "lora_r", 1, None),
+    ("model", "lora_alpha", 1, None),  # 0 would scale the adapter away
+    ("model", "lora_dropout", 0, 1),
+)
 
 
 def _apply_aliases(argv: list[str]) -> list[str]:
@@ -282,7 +305,8 @@ def read_yaml_config(argv: list[str]) -> dict:
         with open(path, encoding="utf-8") as handle:
             config = yaml.safe_load(handle)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise ValueError(f"--config {path}: {err}".replace("\n", " ")) from None
+        detail = err.strerror if isinstance(err, OSError) and err.strerror else one_line(err)
+        raise ValueError(f"--config {path}: {detail}") from None
     if not isinstance(config, dict):
         raise ValueError(f"--config {path}: must hold a YAML mapping of option: value")
     return config
@@ -338,7 +362,8 @@ def check_args(distill_args, model_args, training_args, output_dir_given: bool =
         ValueError: a missing required option, or options that contradict each other.
     """
     if not model_args.model_name_or_path:
-        raise ValueError("--model_name_or_path (or --base-model) is required")
+        raise ValueError(f"{MODEL_FLAG} is required")
+    check_numbers(model_args, training_args)
     if not distill_args.train:
         raise ValueError("--train is required (a `build filter` output)")
     if not output_dir_given and training_args.output_dir in (None, "trainer_output"):
@@ -353,6 +378,21 @@ def check_args(distill_args, model_args, training_args, output_dir_given: bool =
             "--tokenization authors trains on the whole text (no prompt/target boundary); "
             "it needs --completion_only_loss false"
         )
+
+
+def check_numbers(model_args, training_args) -> None:
+    """Checks the numeric options of `NUMBER_RANGES` (no file is looked at, nothing loads).
+
+    Raises:
+        ValueError: names the option, its range and the value.
+    """
+    for which, name, low, high in NUMBER_RANGES:
+        value = getattr(model_args if which == "model" else training_args, name, None)
+        if value is None or isinstance(value, bool):
+            continue
+        if not low <= value or (high is not None and not value <= high):  # NaN too
+            allowed = f">= {low}" if high is None else f"between {low} and {high}"
+            raise ValueError(f"--{name} must be {allowed}, got {value}")
 
 
 def check_paths(distill_args, model_args, training_args) -> None:
@@ -370,4 +410,4 @@ def check_paths(distill_args, model_args, training_args) -> None:
         raise ValueError(f"--output_dir {output_dir}: exists and is not a folder")
     from generation.backends.loading import check_model_path
 
-    check_model_path(model_args.model_name_or_path, "--model_name_or_path")
+    check_model_path(model_args.model_name_or_path, MODEL_FLAG)

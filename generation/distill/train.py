@@ -36,6 +36,7 @@ from pathlib import Path
 
 from generation.backends.loading import no_peft_deprecation_noise, save_base_quantization
 from generation.distill.args import DistillArguments, check_paths, parse_args, short_help
+from generation.options import one_line
 
 logger = logging.getLogger("ambigdocs.distill")
 
@@ -427,8 +428,8 @@ def main(argv: list[str] | None = None) -> int:
         args, model_args, training_args = parse_args(argv)
         run(args, model_args, training_args)
     except (ValueError, OSError) as err:
-        message = " ".join(str(err).split())  # one line, whatever the library wrote
-        print(f"ambigdocs distill: error: {message}", file=sys.stderr)
+        # One line, whatever the library wrote; a file error names the file, not its errno.
+        print(f"ambigdocs distill: error: {one_line(err)}", file=sys.stderr)
         return 2
     return 0
 
