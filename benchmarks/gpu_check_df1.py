@@ -24,7 +24,6 @@ import json
 import sys
 import tempfile
 import time
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,20 +32,10 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+# One section runner for every GPU check: each part reports and the script goes on.
+from gpu_check_generation import section  # noqa: E402
+
 TEST_SPLIT = 7220
-
-
-def section(summary: dict, name: str, fn) -> None:
-    start = time.perf_counter()
-    try:
-        summary[name] = fn()
-    except Exception as err:  # report and go on: one broken part must not hide the others
-        summary[name] = {
-            "error": f"{type(err).__name__}: {err}",
-            "trace": traceback.format_exc()[-2000:],
-        }
-    summary[name]["section_seconds"] = round(time.perf_counter() - start, 1)
-    print(name, json.dumps(summary[name])[:800], flush=True)
 
 
 def scored_pairs(rows: list[dict]) -> tuple[list[str], list[str]]:

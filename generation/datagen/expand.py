@@ -87,7 +87,7 @@ from generation.datagen.model_options import (
     make_backend,
     model_settings,
 )
-from generation.datagen.stage_io import check_output, read_stage, write_stage
+from generation.datagen.stage_io import check_output, keyed_rows, read_stage, write_stage
 from generation.io.passages import collect_passages
 from generation.io.records import atomic_write_jsonl, read_records
 from generation.io.resume import chunks, finish_work, open_work
@@ -127,22 +127,12 @@ def other_entities(page_titles: Sequence[str], seed_titles: Sequence[str]) -> li
 
 
 def _validate(rows: Sequence[Mapping], mapping: Mapping, source: str) -> None:
-    if not rows:
-        raise ValueError(f"{source}: holds no rows")
-    seen = set()
-    for i, row in enumerate(rows):
-        sn = row.get("surface_name")
-        where = f"{source}: row {i} ({sn!r})"
-        if not isinstance(sn, str) or not sn:
-            raise ValueError(f"{source}: row {i}: field 'surface_name' must be a non-empty string")
-        if sn in seen:
-            raise ValueError(f"{where}: field 'surface_name' occurs twice")
-        seen.add(sn)
+    for row, where in keyed_rows(rows, source):
         if "status" not in row:
             raise ValueError(f"{where}: field 'status' missing (expand reads the filter output)")
         if row["status"] != "ok":
             continue
-        if sn not in mapping:
+        if row["surface_name"] not in mapping:
             raise ValueError(f"{where}: field 'surface_name' is not a page of the map")
         if not isinstance(row.get("question"), str):
             raise ValueError(f"{where}: field 'question' must be a string")

@@ -56,7 +56,13 @@ from generation.datagen.entailment import (
     LazyEntailmentChecker,
     disambiguate_question,
 )
-from generation.datagen.stage_io import check_output, read_stage, status_counts, write_stage
+from generation.datagen.stage_io import (
+    check_output,
+    keyed_rows,
+    read_stage,
+    status_counts,
+    write_stage,
+)
 from generation.io.resume import chunks, discard_work, finish_work, open_work
 from generation.options import check_at_least, option, run_command
 from generation.prompts import strip_disambiguation
@@ -157,17 +163,7 @@ def entailment_items(row: Mapping, suffix_rule: str = "exact") -> list[Entailmen
 
 
 def _validate(rows: Sequence[Mapping], source: str) -> None:
-    if not rows:
-        raise ValueError(f"{source}: holds no rows")
-    seen = set()
-    for i, row in enumerate(rows):
-        sn = row.get("surface_name")
-        where = f"{source}: row {i} ({sn!r})"
-        if not isinstance(sn, str) or not sn:
-            raise ValueError(f"{source}: row {i}: field 'surface_name' must be a non-empty string")
-        if sn in seen:
-            raise ValueError(f"{where}: field 'surface_name' occurs twice")
-        seen.add(sn)
+    for row, where in keyed_rows(rows, source):
         if "question" not in row or "answers" not in row:
             raise ValueError(
                 f"{where}: fields 'question' and 'answers' missing (not a questions file?)"

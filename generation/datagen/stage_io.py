@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from generation.io.records import _atomic_write, atomic_write_json, atomic_write_jsonl, read_records
@@ -102,3 +102,24 @@ def format_stats(stats: Mapping[str, object]) -> str:
         shown = f"{v:.1%}" if k.endswith("_fraction") and isinstance(v, float) else v
         lines.append(f"  {k.ljust(width)}  {shown}")
     return "\n".join(lines)
+
+
+def keyed_rows(rows: Sequence[Mapping], source: str) -> Iterator[tuple[Mapping, str]]:
+    """Each row with its place for messages (`source: row i ('name')`), after checking that the
+    rows are keyed by page: at least one row, every `surface_name` a non-empty string, none twice.
+
+    Raises:
+        ValueError: names the file and the row.
+    """
+    if not rows:
+        raise ValueError(f"{source}: holds no rows")
+    seen = set()
+    for i, row in enumerate(rows):
+        sn = row.get("surface_name")
+        where = f"{source}: row {i} ({sn!r})"
+        if not isinstance(sn, str) or not sn:
+            raise ValueError(f"{source}: row {i}: field 'surface_name' must be a non-empty string")
+        if sn in seen:
+            raise ValueError(f"{where}: field 'surface_name' occurs twice")
+        seen.add(sn)
+        yield row, where
