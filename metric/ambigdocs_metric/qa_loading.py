@@ -46,7 +46,12 @@ def load_qa_extractor(qa_model: Any, batch_size: int = 64, **options: Any) -> QA
         return qa_model
     if not isinstance(qa_model, str):
         return QAExtractor(qa_model, batch_size, **options)
-    if _looks_like_a_path(qa_model) and not os.path.isdir(os.path.expanduser(qa_model)):
+    local = os.path.expanduser(qa_model)
+    if os.path.isfile(local):  # a file named like a Hub id is still not a model folder
+        raise QAModelError(
+            f"cannot load the QA model {qa_model!r} for Disambig-F1: a file, not a model folder"
+        )
+    if _looks_like_a_path(qa_model) and not os.path.isdir(local):
         raise QAModelError(f"cannot load the QA model {qa_model!r} for Disambig-F1: no such folder")
     try:
         _check_question_answering(qa_model)
