@@ -129,6 +129,38 @@ def _canonical(reference: Reference, shown=None) -> dict:
     }
 
 
+def _check_storable(index: int, prediction: str, reference: dict) -> None:
+    """Refuses text Arrow cannot store (a lone UTF-16 surrogate, e.g. from a `"\\ud800"` JSON
+    escape), naming the example and field instead of failing inside Arrow's encoder.
+
+    The scorer itself reads such text (it works on UTF-8 bytes with "surrogatepass"); only the
+    module's storage cannot hold it.
+
+    Raises:
+        ValueError: naming the example (and its qid) and the field.
+    """
+    where = f"example {index}" + (f" (qid {reference['qid']})" if reference["qid"] else "")
+    fields = [("prediction", prediction)]
+    fields += [(k, reference[k]) for k in ("qid", "question", "ambiguous_entity")]
+    for name in ("documents", "contexts"):
+        for j, document in enumerate(reference[name]):
+            fields += [(f"{name}[{j}].{k}", v) for k, v in document.items()]
+    for field, value in fields:
+        if isinstance(value, str) and not _utf8_encodable(value):
+            raise ValueError(
+                f"{where}: {field!r} holds a lone UTF-16 surrogate ({value[:40]!r}), which is "
+                "not text and cannot be stored"
+            )
+
+
+def _utf8_encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _text_or_none(value):
     return None if value is None else str(value)
 
@@ -200,6 +232,8 @@ class AmbigDocsMetric(evaluate.Metric):
             parsed = validate_inputs(predictions, references, contexts)
             shown = contexts if contexts is not None else [None] * len(parsed)
             references = [_canonical(r, c) for r, c in zip(parsed, shown, strict=True)]
+            for i, (prediction, reference) in enumerate(zip(predictions, references, strict=True)):
+                _check_storable(i, prediction, reference)
         elif contexts is not None:
             raise ValueError("contexts need their predictions and references in the same call")
         return super().add_batch(predictions=predictions, references=references, **kwargs)
@@ -210,6 +244,7 @@ class AmbigDocsMetric(evaluate.Metric):
             shown = None if context is None else [context]
             parsed = validate_inputs([prediction], [reference], shown)[0]
             reference = _canonical(parsed, context)
+            _check_storable(0, prediction, reference)
         elif context is not None:
             raise ValueError("context needs its prediction and reference in the same call")
         return super().add(prediction=prediction, reference=reference, **kwargs)
