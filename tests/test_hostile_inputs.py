@@ -332,3 +332,31 @@ def test_build_seed_with_a_cut_settings_file_ends_in_one_line(capsys, tmp_path):
     settings.write_text("{")
     code, err = _seed(capsys, tmp_path, passages, str(output))
     assert_one_line_error(code, err, str(settings), "--overwrite")
+
+
+# --- options named in the errors about them -----------------------------------------------------
+
+
+def test_answer_unknown_split_names_the_option(capsys, tmp_path):
+    code, err = _answer(capsys, tmp_path, "--config", "sample", "--split", "bogus")
+    assert_one_line_error(code, err, "--split bogus", "Unknown split")
+
+
+def test_answer_exemplars_that_are_a_folder_are_named_as_one(capsys, tmp_path):
+    code, err = _answer(capsys, tmp_path, "--config", "sample", "--exemplars", str(tmp_path))
+    assert_one_line_error(code, err, f"--exemplars {tmp_path}: a folder, not a file")
+
+
+def test_answer_data_dir_without_the_files_names_the_option(capsys, tmp_path):
+    (tmp_path / "data").mkdir()
+    code, err = _answer(capsys, tmp_path, "--data-dir", str(tmp_path / "data"))
+    assert_one_line_error(code, err, f"--data-dir {tmp_path / 'data'}: none of the release's")
+
+
+def test_push_unknown_source_config_is_named(capsys, tmp_path):
+    export = tmp_path / "exp"
+    assert main(["export", "--config", "sample", str(export)]) == 0
+    capsys.readouterr()
+    argv = ["push", str(export), "--repo-id", "me/x", "--split", "test", "--dry-run"]
+    code, err = run_cli(capsys, [*argv, "--source-config", "bogus"])
+    assert_one_line_error(code, err, "--source-config bogus", "no such config", "['sample']")

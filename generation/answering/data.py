@@ -52,7 +52,10 @@ def _load(data_dir, config, dataset, split) -> list[dict]:
 
         if data_dir and not Path(data_dir).is_dir():
             raise ValueError(f"--data-dir {data_dir}: not a folder")
-        ds = load_ambigdocs(split, config=config or "default", data_dir=data_dir)
+        try:
+            ds = load_ambigdocs(split, config=config or "default", data_dir=data_dir)
+        except ValueError as err:
+            raise _name_the_option(err, split, data_dir) from None
         return [dict(r) for r in ds]
     if Path(dataset).is_file():
         return read_records(dataset)
@@ -69,6 +72,17 @@ def _load(data_dir, config, dataset, split) -> list[dict]:
         reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0][:300]
         raise ValueError(f"--dataset {dataset}: cannot be loaded ({reason})") from None
     return [dict(r) for r in ds]
+
+
+def _name_the_option(err: ValueError, split: str, data_dir: str | None) -> ValueError:
+    """The loader's error with the option it is about: `--split` for a split the data does not
+    have (datasets says only 'Unknown split'), `--data-dir` for a folder without the files."""
+    message = str(err)
+    if message.startswith("Unknown split"):
+        return ValueError(f"--split {split}: {message}")
+    if data_dir and message.startswith(f"{data_dir}:"):
+        return ValueError(f"--data-dir {message}")
+    return err
 
 
 def validate_rows(rows: list) -> None:
@@ -155,7 +169,8 @@ def load_exemplars(path: str) -> list[dict]:
             names the exemplar index and the field).
     """
     if not Path(path).is_file():
-        raise ValueError(f"--exemplars {path}: no such file")
+        kind = "a folder, not a file" if Path(path).is_dir() else "no such file"
+        raise ValueError(f"--exemplars {path}: {kind}")
     records = read_records(path)
     if not records:
         raise ValueError(f"--exemplars {path}: no exemplars")

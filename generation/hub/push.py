@@ -140,6 +140,10 @@ def _read_export_split(
     card = dataset_card.read_card((folder / "README.md").read_text(encoding="utf-8"))
     names = list(dataset_card.card_configs(card)) or ["default"]
     name = source_config or (config if config in names else (names[0] if len(names) == 1 else None))
+    if source_config is not None and source_config not in names:
+        raise ValueError(
+            f"--source-config {source_config}: {folder} has no such config (it has {names})"
+        )
     if name not in names:
         raise ValueError(f"{folder}: pick one of its configs {names} with --source-config")
     loaded = datasets.load_dataset(str(folder), name=name)
