@@ -360,3 +360,51 @@ def test_push_unknown_source_config_is_named(capsys, tmp_path):
     argv = ["push", str(export), "--repo-id", "me/x", "--split", "test", "--dry-run"]
     code, err = run_cli(capsys, [*argv, "--source-config", "bogus"])
     assert_one_line_error(code, err, "--source-config bogus", "no such config", "['sample']")
+
+
+# --- answer: the files named by options, and checks made before hours of answering --------------
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("", "no rows"),
+        ('{"qid": 0, "retrieved": []}\n{"qid": "0", "retrieved": []}\n', "line 2 repeats qid"),
+        ("{\n", "not valid JSON"),
+        ("5\n", "not an object"),
+    ],
+)
+def test_answer_retrieved_file_problems_name_the_option(capsys, tmp_path, content, needle):
+    retrieved = write(tmp_path / "r.jsonl", content)
+    extra = ["--config", "sample", "--setting", "retrieved-only", "--retrieved", retrieved]
+    code, err = _answer(capsys, tmp_path, *extra)
+    assert_one_line_error(code, err, f"--retrieved {retrieved}", needle)
+
+
+@pytest.mark.parametrize(("content", "needle"), [(b"5\n", "not an object"), (b"\xff", "UTF-8")])
+def test_answer_exemplars_file_problems_name_the_option(capsys, tmp_path, content, needle):
+    exemplars = tmp_path / "ex.json"
+    exemplars.write_bytes(content)
+    code, err = _answer(capsys, tmp_path, "--config", "sample", "--exemplars", str(exemplars))
+    assert_one_line_error(code, err, f"--exemplars {exemplars}", needle)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [("--bootstrap -1", "--bootstrap must be 0 or more"), ("--workers 0", "--workers must be")],
+)
+def test_answer_evaluate_args_out_of_range_are_refused_first(capsys, tmp_path, args, needle):
+    code, err = _answer(
+        capsys, tmp_path, "--config", "sample", "--evaluate", "--evaluate-args", args
+    )
+    assert_one_line_error(code, err, "--evaluate-args", needle)
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_answer_evaluate_dir_that_is_a_file_is_refused_first(capsys, tmp_path):
+    afile = write(tmp_path / "afile", "x")
+    code, err = _answer(
+        capsys, tmp_path, "--config", "sample", "--evaluate", "--evaluate-dir", afile
+    )
+    assert_one_line_error(code, err, f"--evaluate-dir {afile}: a file, not a folder")
+    assert not (tmp_path / "out.jsonl").exists()

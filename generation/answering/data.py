@@ -140,14 +140,27 @@ def attach_retrieved(rows: list[dict], path: str, split: str) -> None:
     if not path.is_file():
         raise ValueError(f"--retrieved {path}: no such file")
     by_qid = {}
-    for n, record in enumerate(iter_jsonl(path), 1):
-        if not isinstance(record, dict) or "qid" not in record:
-            raise ValueError(f"--retrieved {path}: line {n} has no 'qid'")
-        by_qid[str(record["qid"])] = record.get("retrieved")
+    try:
+        for n, record in enumerate(iter_jsonl(path), 1):
+            if not isinstance(record, dict) or "qid" not in record:
+                raise ValueError(f"--retrieved {path}: line {n} has no 'qid'")
+            if str(record["qid"]) in by_qid:  # which of the two lists is meant? say so
+                raise ValueError(f"--retrieved {path}: line {n} repeats qid {record['qid']!r}")
+            by_qid[str(record["qid"])] = record.get("retrieved")
+    except ValueError as err:
+        raise _with_flag("--retrieved", path, err) from None
+    if not by_qid:
+        raise ValueError(f"--retrieved {path}: no rows")
     for row in rows:
         if str(row["qid"]) in by_qid:
             row["retrieved"] = by_qid[str(row["qid"])]
             _check_text({"qid": row["qid"], "retrieved": row["retrieved"]}, f"--retrieved {path}")
+
+
+def _with_flag(flag: str, path: str | Path, err: ValueError) -> ValueError:
+    """A file's error (which names the file, line and field) with the option that gave it."""
+    message = str(err)
+    return ValueError(message if message.startswith(flag) else f"{flag} {message}")
 
 
 def data_source(data_dir: str | None, config: str | None, dataset: str | None) -> str:
@@ -171,7 +184,10 @@ def load_exemplars(path: str) -> list[dict]:
     if not Path(path).is_file():
         kind = "a folder, not a file" if Path(path).is_dir() else "no such file"
         raise ValueError(f"--exemplars {path}: {kind}")
-    records = read_records(path)
+    try:
+        records = read_records(path)
+    except ValueError as err:
+        raise _with_flag("--exemplars", path, err) from None
     if not records:
         raise ValueError(f"--exemplars {path}: no exemplars")
     exemplars = []

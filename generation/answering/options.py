@@ -174,6 +174,8 @@ class AnswerArguments(DataArguments):
             except ValueError as err:  # an unclosed quote
                 raise ValueError(f"--evaluate-args {self.evaluate_args!r}: {err}") from None
             check_extra_args(extra, "--evaluate-args")
+            if self.evaluate_dir and Path(self.evaluate_dir).is_file():
+                raise ValueError(f"--evaluate-dir {self.evaluate_dir}: a file, not a folder")
         for name in ("export_json",):
             if getattr(self, name):
                 check_output_path(getattr(self, name), f"--{name.replace('_', '-')}")

@@ -323,9 +323,13 @@ def check_extra_args(extra: list[str], flag: str) -> None:
 
     parser.error = fail
     try:
-        parser.parse_args(["RESULTS", "--output-dir", "DIR", *extra])
+        args = parser.parse_args(["RESULTS", "--output-dir", "DIR", *extra])
     except SystemExit:  # --help would end the run there
         raise ValueError(f"{flag} {shlex.join(extra)!r}: not an option to pass on") from None
+    try:
+        _check_numbers(args)
+    except ValueError as err:
+        fail(str(err))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -458,6 +462,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _check_arguments(args: argparse.Namespace) -> None:
     """Bad options and an unusable --output-dir, before any work."""
+    _check_numbers(args)
+    if args.output_dir.exists() and not args.output_dir.is_dir():
+        raise ValueError(f"--output-dir {args.output_dir} is a file, not a folder")
+    args.output_dir.mkdir(parents=True, exist_ok=True)  # OSError: cannot be created
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    """Numbers out of range (also checked for `answer --evaluate-args`, before answering)."""
     if args.bootstrap < 0:
         raise ValueError("--bootstrap must be 0 or more")
     for flag, value, low in (
@@ -468,9 +480,6 @@ def _check_arguments(args: argparse.Namespace) -> None:
     ):
         if value < low:
             raise ValueError(f"{flag} must be {low} or more, got {value}")
-    if args.output_dir.exists() and not args.output_dir.is_dir():
-        raise ValueError(f"--output-dir {args.output_dir} is a file, not a folder")
-    args.output_dir.mkdir(parents=True, exist_ok=True)  # OSError: cannot be created
 
 
 def _check_labels_field(args: argparse.Namespace, loaded: list[list[dict]]) -> None:
