@@ -408,3 +408,50 @@ def test_answer_evaluate_dir_that_is_a_file_is_refused_first(capsys, tmp_path):
     )
     assert_one_line_error(code, err, f"--evaluate-dir {afile}: a file, not a folder")
     assert not (tmp_path / "out.jsonl").exists()
+
+
+# --- evaluate, export, push-metric: folders and files where the other was expected ---------------
+
+
+def test_evaluate_output_dir_under_a_file_names_the_file(capsys, tmp_path):
+    afile = write(tmp_path / "afile", "x")
+    argv = ["evaluate", SAMPLE_ANSWERS, "--allow-duplicate-qids", "--no-df1", "--bootstrap", "0"]
+    code, err = run_cli(capsys, [*argv, "--output-dir", f"{afile}/scores"])
+    assert_one_line_error(code, err, f"--output-dir {afile}/scores: {afile} is a file")
+
+
+def test_evaluate_results_that_are_a_folder_are_named_as_one(capsys, tmp_path):
+    argv = ["evaluate", str(tmp_path), "--no-df1", "--output-dir", str(tmp_path / "scores")]
+    code, err = run_cli(capsys, argv)
+    assert_one_line_error(code, err, f"{tmp_path}: a folder, not a results file")
+
+
+def test_export_data_dir_without_the_files_names_the_option(capsys, tmp_path):
+    (tmp_path / "raw").mkdir()
+    argv = ["export", "--data-dir", str(tmp_path / "raw"), str(tmp_path / "out")]
+    code, err = run_cli(capsys, argv)
+    assert_one_line_error(code, err, "ambigdocs export: error:", f"--data-dir {tmp_path / 'raw'}")
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"), [("afile", "a file, not a folder"), ("nowhere", "no such")]
+)
+def test_push_metric_dir_that_is_not_a_folder_is_named(capsys, tmp_path, name, kind):
+    write(tmp_path / "afile", "x")
+    argv = ["push-metric", "--repo-id", "me/m", "--dry-run", "--metric-dir", str(tmp_path / name)]
+    code, err = run_cli(capsys, argv)
+    assert_one_line_error(
+        code, err, "ambigdocs push-metric: error:", f"--metric-dir {tmp_path / name}: {kind}"
+    )
+
+
+@pytest.mark.parametrize("label", ["bogus", ["complete"], {"x": 1}, 3])
+def test_evaluate_refuses_a_label_that_is_not_a_category(capsys, tmp_path, label):
+    rows = json.loads(open(SAMPLE_ANSWERS, encoding="utf-8").read())
+    rows[3]["paper_label"] = label
+    results = write(tmp_path / "answers.json", json.dumps(rows))
+    argv = ["evaluate", results, "--allow-duplicate-qids", "--no-df1", "--bootstrap", "0"]
+    code, err = run_cli(
+        capsys, [*argv, "--labels-field", "paper_label", "--output-dir", str(tmp_path / "o")]
+    )
+    assert_one_line_error(code, err, f"{results}: row 3", "'paper_label'", "not a category")

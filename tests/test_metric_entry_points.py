@@ -166,3 +166,11 @@ def test_a_lone_surrogate_is_named_before_arrow_sees_it(metric, inputs, where, f
             metric.add(prediction=predictions[i], reference=references[i], context=contexts[i])
     assert "\n" not in str(err.value)
     assert str(err.value).startswith(f"example {0 if call == 'add' else i}")
+
+
+def test_a_lone_surrogate_in_the_qid_gives_a_printable_message(metric, inputs):
+    predictions, references, _ = inputs
+    bad = {**references[0], "qid": "q\ud800"}
+    with pytest.raises(ValueError, match="example 0: 'qid' holds a lone") as err:
+        metric.compute(predictions=predictions[:1], references=[bad])
+    str(err.value).encode("utf-8")  # printable: no surrogate of its own

@@ -139,7 +139,9 @@ def _check_storable(index: int, prediction: str, reference: dict) -> None:
     Raises:
         ValueError: naming the example (and its qid) and the field.
     """
-    where = f"example {index}" + (f" (qid {reference['qid']})" if reference["qid"] else "")
+    qid = reference["qid"]
+    # A qid that is itself the bad text is left out: the message must be printable.
+    where = f"example {index}" + (f" (qid {qid})" if qid and _utf8_encodable(qid) else "")
     fields = [("prediction", prediction)]
     fields += [(k, reference[k]) for k in ("qid", "question", "ambiguous_entity")]
     for name in ("documents", "contexts"):
