@@ -125,3 +125,29 @@ def test_output_that_is_a_file_is_named_before_the_model_loads(capsys, tmp_path,
     code, err = run_cli(capsys, argv)
     assert_one_line_error(code, err, "--output", f"{afile} is a file" if under else "a file")
     assert "not a folder" in err
+
+
+@pytest.mark.parametrize(
+    ("option", "content", "needle"),
+    [
+        ("--embeddings", b"", "empty or cut short"),
+        ("--passages", b"", "no passages after the header"),
+        ("--dataset", b"\xff", "not valid UTF-8"),
+    ],
+)
+def test_empty_or_broken_inputs_name_their_option(
+    capsys, finished, tmp_path, option, content, needle
+):
+    passages, _ = finished
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(content)
+    argv = _argv(passages, tmp_path / "out")
+    if option == "--passages":
+        argv[argv.index("--passages") + 1] = str(bad)
+    elif option == "--dataset":
+        config = argv.index("--config")
+        argv[config : config + 2] = ["--dataset", str(bad)]
+    else:
+        argv += ["--embeddings", str(bad)]
+    code, err = run_cli(capsys, argv)
+    assert_one_line_error(code, err, f"{option} {bad}", needle)

@@ -58,7 +58,10 @@ def _load(data_dir, config, dataset, split) -> list[dict]:
             raise _name_the_option(err, split, data_dir) from None
         return [dict(r) for r in ds]
     if Path(dataset).is_file():
-        return read_records(dataset)
+        try:
+            return read_records(dataset)
+        except ValueError as err:
+            raise _with_flag("--dataset", dataset, err) from None
     import datasets
 
     try:

@@ -224,7 +224,7 @@ def encode_shards(
             encode_pending()
     finish(current)
     if count == 0:
-        raise ValueError(f"{passages}: no passages after the header")
+        raise ValueError(f"--passages {passages}: no passages after the header")
     if rank == 0:
         store.write_plan(count)
     return count
@@ -262,6 +262,8 @@ def _load_npy(path: str, what: str) -> np.ndarray:
         return np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as err:  # object arrays (pickles inside .npy), or not a .npy file
         raise ValueError(f"{what} {path}: not a plain NumPy .npy array ({err})") from None
+    except EOFError:  # an empty or cut-short file
+        raise ValueError(f"{what} {path}: empty or cut short, not a .npy array") from None
     except OSError as err:
         raise ValueError(f"{what} {path}: cannot read it as .npy ({err})") from None
 
