@@ -455,3 +455,21 @@ def test_evaluate_refuses_a_label_that_is_not_a_category(capsys, tmp_path, label
         capsys, [*argv, "--labels-field", "paper_label", "--output-dir", str(tmp_path / "o")]
     )
     assert_one_line_error(code, err, f"{results}: row 3", "'paper_label'", "not a category")
+
+
+@pytest.mark.parametrize("damage", ["readme-not-utf8", "empty-parquet"])
+def test_push_damaged_export_folder_is_named(capsys, tmp_path, damage):
+    export = tmp_path / "exp"
+    assert main(["export", "--config", "sample", str(export)]) == 0
+    capsys.readouterr()
+    if damage == "readme-not-utf8":
+        (export / "README.md").write_bytes(b"---\n\xff\n")
+        needle = f"{export / 'README.md'}, line 2, byte 1: not valid UTF-8"
+    else:
+        for shard in export.rglob("*.parquet"):
+            shard.write_bytes(b"")
+        needle = "test-00000-of-00001.parquet: not a readable Parquet file"
+    argv = ["push", str(export), "--repo-id", "me/x", "--split", "test", "--dry-run"]
+    code, err = run_cli(capsys, argv)
+    lines = [line for line in err.splitlines() if line.startswith("ambigdocs push")]
+    assert code == 2 and len(lines) == 1 and needle in lines[0], err
