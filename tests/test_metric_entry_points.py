@@ -174,3 +174,22 @@ def test_a_lone_surrogate_in_the_qid_gives_a_printable_message(metric, inputs):
     with pytest.raises(ValueError, match="example 0: 'qid' holds a lone") as err:
         metric.compute(predictions=predictions[:1], references=[bad])
     str(err.value).encode("utf-8")  # printable: no surrogate of its own
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda m, p, r: m.compute(predictions=p), "predictions were given without references"),
+        (lambda m, p, r: m.add_batch(references=r), "references were given without predictions"),
+        (lambda m, p, r: m.add(prediction=p[0]), "prediction was given without its reference"),
+        (lambda m, p, r: m.add(reference=r[0]), "reference was given without its prediction"),
+        (
+            lambda m, p, r: m.compute(predictions=p[0], references=r[:1]),
+            "predictions must be a list of strings, got one str",
+        ),
+    ],
+)
+def test_half_an_input_or_a_string_for_a_list_is_named(metric, inputs, call, message):
+    predictions, references, _ = inputs
+    with pytest.raises(ValueError, match=message):
+        call(metric, predictions, references)

@@ -195,6 +195,18 @@ def as_rows(references, name: str = "references"):
     raise ValueError(f"{name} must be a list of rows or a dict of columns, got a dict")
 
 
+def _check_pair(predictions, references, p_name: str, r_name: str) -> None:
+    """Refuses one of the two without the other, and a string where a list belongs (a string
+    would be read as one prediction per character)."""
+    if (predictions is None) != (references is None):
+        given, missing = (p_name, r_name) if references is None else (r_name, p_name)
+        raise ValueError(f"{given} were given without {missing}: give both")
+    if isinstance(predictions, (str, bytes)):
+        raise ValueError(
+            f"{p_name} must be a list of strings, got one {type(predictions).__name__}"
+        )
+
+
 def _check_contexts(contexts, n: int):
     if contexts is None:
         return None
@@ -229,6 +241,7 @@ class AmbigDocsMetric(evaluate.Metric):
         # Our checks first, so that bad input fails with the example and field named rather than
         # with an Arrow encoding error; then one canonical layout for storage.
         references = as_rows(references)
+        _check_pair(predictions, references, "predictions", "references")
         if predictions is not None and references is not None:
             contexts = _check_contexts(contexts, len(predictions))
             parsed = validate_inputs(predictions, references, contexts)
@@ -242,6 +255,10 @@ class AmbigDocsMetric(evaluate.Metric):
 
     def add(self, *, prediction=None, reference=None, context=None, **kwargs):
         """Adds one prediction and reference, and optionally the documents shown for it."""
+        if prediction is None and reference is not None:
+            raise ValueError("reference was given without its prediction: give both")
+        if reference is None and prediction is not None:
+            raise ValueError("prediction was given without its reference: give both")
         if prediction is not None and reference is not None:
             shown = None if context is None else [context]
             parsed = validate_inputs([prediction], [reference], shown)[0]
