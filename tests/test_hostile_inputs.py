@@ -473,3 +473,14 @@ def test_push_damaged_export_folder_is_named(capsys, tmp_path, damage):
     code, err = run_cli(capsys, argv)
     lines = [line for line in err.splitlines() if line.startswith("ambigdocs push")]
     assert code == 2 and len(lines) == 1 and needle in lines[0], err
+
+
+@pytest.mark.parametrize("source", ["file", "raw-folder"])
+def test_push_source_config_for_a_raw_source_is_refused(capsys, tmp_path, source):
+    rows = json.dumps([ROW | {"qid": 1, "documents": [DOC, {**DOC, "pid": "2"}]}])
+    (tmp_path / "raw").mkdir()
+    raw = write(tmp_path / "raw" / "test.json", rows)
+    src = raw if source == "file" else str(tmp_path / "raw")
+    argv = ["push", src, "--repo-id", "me/x", "--split", "test", "--dry-run"]
+    code, err = run_cli(capsys, [*argv, "--source-config", "sample"])
+    assert_one_line_error(code, err, "--source-config sample", "not an export folder")

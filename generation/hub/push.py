@@ -141,6 +141,10 @@ def read_source(
         ValueError: the source is missing, malformed, or ambiguous.
     """
     source = Path(source)
+    if source.is_file() and source_config is not None:
+        raise ValueError(
+            f"--source-config {source_config}: {source} is a file, not an export folder"
+        )
     if source.is_file():
         rows = list(read_raw_rows(source, keep_extra=True))
         _check_unique_qids([r["qid"] for r in rows], str(source))
@@ -149,6 +153,8 @@ def read_source(
         raise ValueError(f"{source}: no such file or folder")
     if _is_export_folder(source):
         return _read_export_split(source, split, config, source_config)
+    if source_config is not None:  # silently ignored, it would push what was not asked for
+        raise ValueError(f"--source-config {source_config}: {source} is not an export folder")
     for name in raw_file_names(split):
         if (source / name).is_file():
             return read_source(source / name, split)
