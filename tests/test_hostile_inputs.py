@@ -484,3 +484,11 @@ def test_push_source_config_for_a_raw_source_is_refused(capsys, tmp_path, source
     argv = ["push", src, "--repo-id", "me/x", "--split", "test", "--dry-run"]
     code, err = run_cli(capsys, [*argv, "--source-config", "sample"])
     assert_one_line_error(code, err, "--source-config sample", "not an export folder")
+
+
+@pytest.mark.parametrize("limit", ["0", "-1"])
+def test_answer_limit_below_one_is_refused(capsys, tmp_path, limit):
+    # --limit 0 would "succeed" with an empty output that evaluate then refuses.
+    code, err = _answer(capsys, tmp_path, "--config", "sample", "--limit", limit)
+    assert_one_line_error(code, err, "--limit must be >= 1", f"got {limit}")
+    assert not (tmp_path / "out.jsonl").exists()

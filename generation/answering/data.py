@@ -31,10 +31,10 @@ def read_rows(
 
     Raises:
         ValueError: no rows, a row lacks `qid`/`question`/`documents`, a qid is not a string
-            or integer, or qids repeat (the message names the example and field); limit < 0.
+            or integer, or qids repeat (the message names the example and field); limit < 1.
     """
-    if limit is not None and limit < 0:
-        raise ValueError(f"--limit must be >= 0, got {limit}")
+    if limit is not None and limit < 1:
+        raise ValueError(f"--limit must be >= 1 (it keeps the first N examples), got {limit}")
     rows = _load(data_dir, config, dataset, split)
     if not rows:
         # An empty file or `[]` would otherwise "succeed" with an empty output.
