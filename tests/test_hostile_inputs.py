@@ -492,3 +492,10 @@ def test_answer_limit_below_one_is_refused(capsys, tmp_path, limit):
     code, err = _answer(capsys, tmp_path, "--config", "sample", "--limit", limit)
     assert_one_line_error(code, err, "--limit must be >= 1", f"got {limit}")
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_export_cache_dir_that_is_a_file_is_named(capsys, tmp_path):
+    afile = write(tmp_path / "afile", "x")
+    argv = ["export", str(tmp_path / "out"), "--config", "sample", "--cache-dir", afile]
+    code, err = run_cli(capsys, argv)
+    assert_one_line_error(code, err, f"--cache-dir {afile}: a file, not a folder")

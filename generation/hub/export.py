@@ -201,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         remote.check_repo_id(args.repo_id)  # the card's loading example must be a usable id
         check_output_dir(args.output_dir, args.overwrite)  # before the build, which may be long
+        if args.cache_dir and Path(args.cache_dir).exists() and not Path(args.cache_dir).is_dir():
+            raise ValueError(f"--cache-dir {args.cache_dir}: a file, not a folder")
         configs = _build_named(args, kwargs)
         written = export_dataset(
             configs, args.output_dir, args.repo_id, args.overwrite, args.max_shard_mb << 20
