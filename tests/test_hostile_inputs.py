@@ -332,3 +332,170 @@ def test_build_seed_with_a_cut_settings_file_ends_in_one_line(capsys, tmp_path):
     settings.write_text("{")
     code, err = _seed(capsys, tmp_path, passages, str(output))
     assert_one_line_error(code, err, str(settings), "--overwrite")
+
+
+# --- options named in the errors about them -----------------------------------------------------
+
+
+def test_answer_unknown_split_names_the_option(capsys, tmp_path):
+    code, err = _answer(capsys, tmp_path, "--config", "sample", "--split", "bogus")
+    assert_one_line_error(code, err, "--split bogus", "Unknown split")
+
+
+def test_answer_exemplars_that_are_a_folder_are_named_as_one(capsys, tmp_path):
+    code, err = _answer(capsys, tmp_path, "--config", "sample", "--exemplars", str(tmp_path))
+    assert_one_line_error(code, err, f"--exemplars {tmp_path}: a folder, not a file")
+
+
+def test_answer_data_dir_without_the_files_names_the_option(capsys, tmp_path):
+    (tmp_path / "data").mkdir()
+    code, err = _answer(capsys, tmp_path, "--data-dir", str(tmp_path / "data"))
+    assert_one_line_error(code, err, f"--data-dir {tmp_path / 'data'}: none of the release's")
+
+
+def test_push_unknown_source_config_is_named(capsys, tmp_path):
+    export = tmp_path / "exp"
+    assert main(["export", "--config", "sample", str(export)]) == 0
+    capsys.readouterr()
+    argv = ["push", str(export), "--repo-id", "me/x", "--split", "test", "--dry-run"]
+    code, err = run_cli(capsys, [*argv, "--source-config", "bogus"])
+    assert_one_line_error(code, err, "--source-config bogus", "no such config", "['sample']")
+
+
+# --- answer: the files named by options, and checks made before hours of answering --------------
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("", "no rows"),
+        ('{"qid": 0, "retrieved": []}\n{"qid": "0", "retrieved": []}\n', "line 2 repeats qid"),
+        ("{\n", "not valid JSON"),
+        ("5\n", "not an object"),
+    ],
+)
+def test_answer_retrieved_file_problems_name_the_option(capsys, tmp_path, content, needle):
+    retrieved = write(tmp_path / "r.jsonl", content)
+    extra = ["--config", "sample", "--setting", "retrieved-only", "--retrieved", retrieved]
+    code, err = _answer(capsys, tmp_path, *extra)
+    assert_one_line_error(code, err, f"--retrieved {retrieved}", needle)
+
+
+@pytest.mark.parametrize(("content", "needle"), [(b"5\n", "not an object"), (b"\xff", "UTF-8")])
+def test_answer_exemplars_file_problems_name_the_option(capsys, tmp_path, content, needle):
+    exemplars = tmp_path / "ex.json"
+    exemplars.write_bytes(content)
+    code, err = _answer(capsys, tmp_path, "--config", "sample", "--exemplars", str(exemplars))
+    assert_one_line_error(code, err, f"--exemplars {exemplars}", needle)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [("--bootstrap -1", "--bootstrap must be 0 or more"), ("--workers 0", "--workers must be")],
+)
+def test_answer_evaluate_args_out_of_range_are_refused_first(capsys, tmp_path, args, needle):
+    code, err = _answer(
+        capsys, tmp_path, "--config", "sample", "--evaluate", "--evaluate-args", args
+    )
+    assert_one_line_error(code, err, "--evaluate-args", needle)
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_answer_evaluate_dir_that_is_a_file_is_refused_first(capsys, tmp_path):
+    afile = write(tmp_path / "afile", "x")
+    code, err = _answer(
+        capsys, tmp_path, "--config", "sample", "--evaluate", "--evaluate-dir", afile
+    )
+    assert_one_line_error(code, err, f"--evaluate-dir {afile}: a file, not a folder")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+# --- evaluate, export, push-metric: folders and files where the other was expected ---------------
+
+
+def test_evaluate_output_dir_under_a_file_names_the_file(capsys, tmp_path):
+    afile = write(tmp_path / "afile", "x")
+    argv = ["evaluate", SAMPLE_ANSWERS, "--allow-duplicate-qids", "--no-df1", "--bootstrap", "0"]
+    code, err = run_cli(capsys, [*argv, "--output-dir", f"{afile}/scores"])
+    assert_one_line_error(code, err, f"--output-dir {afile}/scores: {afile} is a file")
+
+
+def test_evaluate_results_that_are_a_folder_are_named_as_one(capsys, tmp_path):
+    argv = ["evaluate", str(tmp_path), "--no-df1", "--output-dir", str(tmp_path / "scores")]
+    code, err = run_cli(capsys, argv)
+    assert_one_line_error(code, err, f"{tmp_path}: a folder, not a results file")
+
+
+def test_export_data_dir_without_the_files_names_the_option(capsys, tmp_path):
+    (tmp_path / "raw").mkdir()
+    argv = ["export", "--data-dir", str(tmp_path / "raw"), str(tmp_path / "out")]
+    code, err = run_cli(capsys, argv)
+    assert_one_line_error(code, err, "ambigdocs export: error:", f"--data-dir {tmp_path / 'raw'}")
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"), [("afile", "a file, not a folder"), ("nowhere", "no such")]
+)
+def test_push_metric_dir_that_is_not_a_folder_is_named(capsys, tmp_path, name, kind):
+    write(tmp_path / "afile", "x")
+    argv = ["push-metric", "--repo-id", "me/m", "--dry-run", "--metric-dir", str(tmp_path / name)]
+    code, err = run_cli(capsys, argv)
+    assert_one_line_error(
+        code, err, "ambigdocs push-metric: error:", f"--metric-dir {tmp_path / name}: {kind}"
+    )
+
+
+@pytest.mark.parametrize("label", ["bogus", ["complete"], {"x": 1}, 3])
+def test_evaluate_refuses_a_label_that_is_not_a_category(capsys, tmp_path, label):
+    rows = json.loads(open(SAMPLE_ANSWERS, encoding="utf-8").read())
+    rows[3]["paper_label"] = label
+    results = write(tmp_path / "answers.json", json.dumps(rows))
+    argv = ["evaluate", results, "--allow-duplicate-qids", "--no-df1", "--bootstrap", "0"]
+    code, err = run_cli(
+        capsys, [*argv, "--labels-field", "paper_label", "--output-dir", str(tmp_path / "o")]
+    )
+    assert_one_line_error(code, err, f"{results}: row 3", "'paper_label'", "not a category")
+
+
+@pytest.mark.parametrize("damage", ["readme-not-utf8", "empty-parquet"])
+def test_push_damaged_export_folder_is_named(capsys, tmp_path, damage):
+    export = tmp_path / "exp"
+    assert main(["export", "--config", "sample", str(export)]) == 0
+    capsys.readouterr()
+    if damage == "readme-not-utf8":
+        (export / "README.md").write_bytes(b"---\n\xff\n")
+        needle = f"{export / 'README.md'}, line 2, byte 1: not valid UTF-8"
+    else:
+        for shard in export.rglob("*.parquet"):
+            shard.write_bytes(b"")
+        needle = "test-00000-of-00001.parquet: not a readable Parquet file"
+    argv = ["push", str(export), "--repo-id", "me/x", "--split", "test", "--dry-run"]
+    code, err = run_cli(capsys, argv)
+    lines = [line for line in err.splitlines() if line.startswith("ambigdocs push")]
+    assert code == 2 and len(lines) == 1 and needle in lines[0], err
+
+
+@pytest.mark.parametrize("source", ["file", "raw-folder"])
+def test_push_source_config_for_a_raw_source_is_refused(capsys, tmp_path, source):
+    rows = json.dumps([ROW | {"qid": 1, "documents": [DOC, {**DOC, "pid": "2"}]}])
+    (tmp_path / "raw").mkdir()
+    raw = write(tmp_path / "raw" / "test.json", rows)
+    src = raw if source == "file" else str(tmp_path / "raw")
+    argv = ["push", src, "--repo-id", "me/x", "--split", "test", "--dry-run"]
+    code, err = run_cli(capsys, [*argv, "--source-config", "sample"])
+    assert_one_line_error(code, err, "--source-config sample", "not an export folder")
+
+
+@pytest.mark.parametrize("limit", ["0", "-1"])
+def test_answer_limit_below_one_is_refused(capsys, tmp_path, limit):
+    # --limit 0 would "succeed" with an empty output that evaluate then refuses.
+    code, err = _answer(capsys, tmp_path, "--config", "sample", "--limit", limit)
+    assert_one_line_error(code, err, "--limit must be >= 1", f"got {limit}")
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_export_cache_dir_that_is_a_file_is_named(capsys, tmp_path):
+    afile = write(tmp_path / "afile", "x")
+    argv = ["export", str(tmp_path / "out"), "--config", "sample", "--cache-dir", afile]
+    code, err = run_cli(capsys, argv)
+    assert_one_line_error(code, err, f"--cache-dir {afile}: a file, not a folder")

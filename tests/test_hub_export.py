@@ -204,6 +204,6 @@ def test_output_under_a_file_is_one_line(tmp_path, capsys):
     (tmp_path / "a_file").write_text("x")
     assert export.main(["--config", "sample", str(tmp_path / "a_file" / "out")]) == 2
     err = capsys.readouterr().err
-    assert err == f"ambigdocs export: {tmp_path / 'a_file' / 'out'}: cannot be created, " + (
+    assert err == f"ambigdocs export: error: {tmp_path / 'a_file' / 'out'}: cannot be created, " + (
         f"{tmp_path / 'a_file'} is a file\n"
     )

@@ -45,22 +45,25 @@ def _run(args, tmp_path, offline, repo_root):
 
 
 COMMANDS = {
-    "export": (["export", "{tmp}/out"], "ambigdocs export: cannot download the AmbigDocs release"),
+    "export": (
+        ["export", "{tmp}/out"],
+        "ambigdocs export: error: cannot download the AmbigDocs release",
+    ),
     "push": (
         ["push", "{sample}", "--repo-id", "me/ambig", "--split", "test"],
-        "ambigdocs push: cannot reach the Hugging Face Hub at " + UNREACHABLE,
+        "ambigdocs push: error: cannot reach the Hugging Face Hub at " + UNREACHABLE,
     ),
     "push --dry-run": (
         ["push", "{sample}", "--repo-id", "me/ambig", "--split", "test", "--dry-run"],
-        "ambigdocs push: cannot reach the Hugging Face Hub at " + UNREACHABLE,
+        "ambigdocs push: error: cannot reach the Hugging Face Hub at " + UNREACHABLE,
     ),
     "push-metric": (
         ["push-metric", "--repo-id", "me/ambig_metric"],
-        "ambigdocs push-metric: cannot reach the Hugging Face Hub at " + UNREACHABLE,
+        "ambigdocs push-metric: error: cannot reach the Hugging Face Hub at " + UNREACHABLE,
     ),
     "push-metric --dry-run": (
         ["push-metric", "--repo-id", "me/ambig_metric", "--dry-run"],
-        "ambigdocs push-metric: cannot reach the Hugging Face Hub at " + UNREACHABLE,
+        "ambigdocs push-metric: error: cannot reach the Hugging Face Hub at " + UNREACHABLE,
     ),
 }
 
@@ -131,7 +134,7 @@ def test_push_names_are_checked_before_any_hub_call(
     argv = [str(source), "--repo-id", repo_id, "--split", split, "--config", config, "--dry-run"]
     assert push.main(argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"ambigdocs push: {message}") and len(err.splitlines()) == 1
+    assert err.startswith(f"ambigdocs push: error: {message}") and len(err.splitlines()) == 1
 
 
 def test_push_rows_are_checked_before_any_hub_call(tmp_path, capsys):

@@ -4,6 +4,7 @@ shown documents per batch, with `ds[:n]` as references, and with a QA model that
 from __future__ import annotations
 
 import json
+import re
 
 import datasets
 import evaluate
@@ -123,3 +124,72 @@ def test_qa_model_that_cannot_be_loaded_is_one_error(metric, inputs, tmp_path):
         assert reason in str(err) and "\n" not in str(err)
         assert err.unreachable is unreachable
         assert err.__cause__ is None and (err.__context__ is None or err.__suppress_context__)
+
+
+@pytest.mark.parametrize(
+    ("where", "field"),
+    [
+        ("prediction", "'prediction'"),
+        ("question", "'question'"),
+        ("answer", "'documents[1].answer'"),
+        ("context", "'contexts[0].text'"),
+    ],
+)
+@pytest.mark.parametrize("call", ["compute", "add_batch", "add"])
+def test_a_lone_surrogate_is_named_before_arrow_sees_it(metric, inputs, where, field, call):
+    # A "\ud800" JSON escape decodes to a lone surrogate: Arrow cannot store it as UTF-8.
+    predictions, references, contexts = (list(x) for x in inputs)
+    i = 2
+    reference = json.loads(json.dumps(references[i]))
+    shown = json.loads(json.dumps(contexts[i]))
+    if where == "prediction":
+        predictions[i] = "Born in \ud800 Ohio"
+    elif where == "question":
+        reference["question"] += "\udfff"
+    elif where == "answer":
+        reference["documents"][1]["answer"] = "\ud800"
+    else:
+        shown[0]["text"] = "x\udc80"
+    references[i], contexts[i] = reference, shown
+    if call == "compute" and where == "context":
+        # Documents given to compute go straight to the scorer, never into Arrow storage: the
+        # scorer reads such text (UTF-8 bytes with "surrogatepass"), as the authors' code does.
+        metric.compute(predictions=predictions, references=references, contexts=contexts)
+        return
+    pattern = rf"example \d \(qid .*\): {re.escape(field)} holds a lone"
+    with pytest.raises(ValueError, match=pattern) as err:
+        if call == "compute":
+            metric.compute(predictions=predictions, references=references, contexts=contexts)
+        elif call == "add_batch":
+            metric.add_batch(predictions=predictions, references=references, contexts=contexts)
+        else:
+            metric.add(prediction=predictions[i], reference=references[i], context=contexts[i])
+    assert "\n" not in str(err.value)
+    assert str(err.value).startswith(f"example {0 if call == 'add' else i}")
+
+
+def test_a_lone_surrogate_in_the_qid_gives_a_printable_message(metric, inputs):
+    predictions, references, _ = inputs
+    bad = {**references[0], "qid": "q\ud800"}
+    with pytest.raises(ValueError, match="example 0: 'qid' holds a lone") as err:
+        metric.compute(predictions=predictions[:1], references=[bad])
+    str(err.value).encode("utf-8")  # printable: no surrogate of its own
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda m, p, r: m.compute(predictions=p), "predictions were given without references"),
+        (lambda m, p, r: m.add_batch(references=r), "references were given without predictions"),
+        (lambda m, p, r: m.add(prediction=p[0]), "prediction was given without its reference"),
+        (lambda m, p, r: m.add(reference=r[0]), "reference was given without its prediction"),
+        (
+            lambda m, p, r: m.compute(predictions=p[0], references=r[:1]),
+            "predictions must be a list of strings, got one str",
+        ),
+    ],
+)
+def test_half_an_input_or_a_string_for_a_list_is_named(metric, inputs, call, message):
+    predictions, references, _ = inputs
+    with pytest.raises(ValueError, match=message):
+        call(metric, predictions, references)

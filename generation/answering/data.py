@@ -31,10 +31,10 @@ def read_rows(
 
     Raises:
         ValueError: no rows, a row lacks `qid`/`question`/`documents`, a qid is not a string
-            or integer, or qids repeat (the message names the example and field); limit < 0.
+            or integer, or qids repeat (the message names the example and field); limit < 1.
     """
-    if limit is not None and limit < 0:
-        raise ValueError(f"--limit must be >= 0, got {limit}")
+    if limit is not None and limit < 1:
+        raise ValueError(f"--limit must be >= 1 (it keeps the first N examples), got {limit}")
     rows = _load(data_dir, config, dataset, split)
     if not rows:
         # An empty file or `[]` would otherwise "succeed" with an empty output.
@@ -52,10 +52,16 @@ def _load(data_dir, config, dataset, split) -> list[dict]:
 
         if data_dir and not Path(data_dir).is_dir():
             raise ValueError(f"--data-dir {data_dir}: not a folder")
-        ds = load_ambigdocs(split, config=config or "default", data_dir=data_dir)
+        try:
+            ds = load_ambigdocs(split, config=config or "default", data_dir=data_dir)
+        except ValueError as err:
+            raise _name_the_option(err, split, data_dir) from None
         return [dict(r) for r in ds]
     if Path(dataset).is_file():
-        return read_records(dataset)
+        try:
+            return read_records(dataset)
+        except ValueError as err:
+            raise _with_flag("--dataset", dataset, err) from None
     import datasets
 
     try:
@@ -69,6 +75,17 @@ def _load(data_dir, config, dataset, split) -> list[dict]:
         reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0][:300]
         raise ValueError(f"--dataset {dataset}: cannot be loaded ({reason})") from None
     return [dict(r) for r in ds]
+
+
+def _name_the_option(err: ValueError, split: str, data_dir: str | None) -> ValueError:
+    """The loader's error with the option it is about: `--split` for a split the data does not
+    have (datasets says only 'Unknown split'), `--data-dir` for a folder without the files."""
+    message = str(err)
+    if message.startswith("Unknown split"):
+        return ValueError(f"--split {split}: {message}")
+    if data_dir and message.startswith(f"{data_dir}:"):
+        return ValueError(f"--data-dir {message}")
+    return err
 
 
 def validate_rows(rows: list) -> None:
@@ -126,14 +143,27 @@ def attach_retrieved(rows: list[dict], path: str, split: str) -> None:
     if not path.is_file():
         raise ValueError(f"--retrieved {path}: no such file")
     by_qid = {}
-    for n, record in enumerate(iter_jsonl(path), 1):
-        if not isinstance(record, dict) or "qid" not in record:
-            raise ValueError(f"--retrieved {path}: line {n} has no 'qid'")
-        by_qid[str(record["qid"])] = record.get("retrieved")
+    try:
+        for n, record in enumerate(iter_jsonl(path), 1):
+            if not isinstance(record, dict) or "qid" not in record:
+                raise ValueError(f"--retrieved {path}: line {n} has no 'qid'")
+            if str(record["qid"]) in by_qid:  # which of the two lists is meant? say so
+                raise ValueError(f"--retrieved {path}: line {n} repeats qid {record['qid']!r}")
+            by_qid[str(record["qid"])] = record.get("retrieved")
+    except ValueError as err:
+        raise _with_flag("--retrieved", path, err) from None
+    if not by_qid:
+        raise ValueError(f"--retrieved {path}: no rows")
     for row in rows:
         if str(row["qid"]) in by_qid:
             row["retrieved"] = by_qid[str(row["qid"])]
             _check_text({"qid": row["qid"], "retrieved": row["retrieved"]}, f"--retrieved {path}")
+
+
+def _with_flag(flag: str, path: str | Path, err: ValueError) -> ValueError:
+    """A file's error (which names the file, line and field) with the option that gave it."""
+    message = str(err)
+    return ValueError(message if message.startswith(flag) else f"{flag} {message}")
 
 
 def data_source(data_dir: str | None, config: str | None, dataset: str | None) -> str:
@@ -155,8 +185,12 @@ def load_exemplars(path: str) -> list[dict]:
             names the exemplar index and the field).
     """
     if not Path(path).is_file():
-        raise ValueError(f"--exemplars {path}: no such file")
-    records = read_records(path)
+        kind = "a folder, not a file" if Path(path).is_dir() else "no such file"
+        raise ValueError(f"--exemplars {path}: {kind}")
+    try:
+        records = read_records(path)
+    except ValueError as err:
+        raise _with_flag("--exemplars", path, err) from None
     if not records:
         raise ValueError(f"--exemplars {path}: no exemplars")
     exemplars = []

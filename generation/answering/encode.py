@@ -22,7 +22,6 @@ are read from `.npy` files with `np.load(allow_pickle=False)`: nothing is ever u
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -35,8 +34,11 @@ from generation.io.resume import (
     ResumeRefused,
     file_fingerprint,
     normalise,
+    read_saved_json,
     settings_differences,
+    unreadable_state,
 )
+from generation.options import one_line
 
 PASSAGE_FORMAT = "{title} {text}"  # what the encoder reads (the authors' retrieval format)
 
@@ -64,7 +66,12 @@ class ShardStore:
         self.settings = normalise(settings)  # as JSON gives it back, so that == compares
         self.overwrite = overwrite
         for meta in sorted(self.folder.glob("shard-*.json")):
-            made_with = json.loads(meta.read_text(encoding="utf-8")).get("settings")
+            try:
+                made_with = _read_shard_settings(meta)
+            except ResumeRefused:
+                if not overwrite:
+                    raise
+                made_with = None  # unreadable: discarded like a shard of other settings
             if made_with == self.settings:
                 continue
             if not overwrite:
@@ -107,11 +114,10 @@ class ShardStore:
             raise ValueError(
                 f"{self.folder}: shard {k} is missing or unfinished; run the encoding again"
             )
-        made_with = json.loads(meta_path.read_text(encoding="utf-8")).get("settings")
-        if made_with != self.settings:
+        if _read_shard_settings(meta_path) != self.settings:
             raise ValueError(f"{meta_path} was made with other settings; run the encoding again")
-        vectors = np.load(vec_path, mmap_mode="r", allow_pickle=False)
-        offsets = np.load(off_path, allow_pickle=False)
+        vectors = load_saved_array(vec_path, "a shard's vectors", mmap_mode="r")
+        offsets = load_saved_array(off_path, "a shard's offsets")
         if vectors.ndim != 2 or len(vectors) != len(offsets):
             raise ValueError(f"{vec_path}: shape {vectors.shape} does not match its offsets")
         return vectors, offsets
@@ -129,10 +135,30 @@ class ShardStore:
             ValueError: no plan with these settings (the encoding has not finished).
         """
         path = self.folder / "plan.json"
-        plan = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        plan = {}
+        if path.exists():
+            plan = read_saved_json(path, "the encoding plan", {"settings": dict, "passages": int})
         if plan.get("settings") != self.settings:
             raise ValueError(f"{self.folder}: the encoding has not finished; run it again")
         return int(plan["passages"])
+
+
+def load_saved_array(path: Path, what: str, mmap_mode: str | None = None) -> np.ndarray:
+    """An array a run saved (a shard, an index's offsets); one line naming it when it is gone
+    or cut short, since its record vouched for it.
+
+    Raises:
+        ResumeRefused: the file is missing or not a plain .npy array.
+    """
+    try:
+        return np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as err:
+        raise unreadable_state(path, what, one_line(err)) from None
+
+
+def _read_shard_settings(meta: Path) -> dict:
+    """The settings a shard's metadata file records (refused in one line when unreadable)."""
+    return read_saved_json(meta, "the shard's record", {"settings": dict})["settings"]
 
 
 def encode_shards(
@@ -198,7 +224,7 @@ def encode_shards(
             encode_pending()
     finish(current)
     if count == 0:
-        raise ValueError(f"{passages}: no passages after the header")
+        raise ValueError(f"--passages {passages}: no passages after the header")
     if rank == 0:
         store.write_plan(count)
     return count
@@ -236,6 +262,8 @@ def _load_npy(path: str, what: str) -> np.ndarray:
         return np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as err:  # object arrays (pickles inside .npy), or not a .npy file
         raise ValueError(f"{what} {path}: not a plain NumPy .npy array ({err})") from None
+    except EOFError:  # an empty or cut-short file
+        raise ValueError(f"{what} {path}: empty or cut short, not a .npy array") from None
     except OSError as err:
         raise ValueError(f"{what} {path}: cannot read it as .npy ({err})") from None
 

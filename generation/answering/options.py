@@ -46,7 +46,7 @@ class DataArguments:
     limit: int | None = field(default=None, **_help("answer only the first N examples"))
 
     def check_source(self) -> None:
-        """Raises ValueError unless exactly one data source is given, and the limit is >= 0."""
+        """Raises ValueError unless exactly one data source is given, and the limit is >= 1."""
         given = [
             f"--{n.replace('_', '-')}"
             for n in ("data_dir", "config", "dataset")
@@ -57,8 +57,10 @@ class DataArguments:
                 "give exactly one of --data-dir, --config, --dataset"
                 + (f" (got {', '.join(given)})" if given else "")
             )
-        if self.limit is not None and self.limit < 0:
-            raise ValueError(f"--limit must be >= 0, got {self.limit}")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(
+                f"--limit must be >= 1 (it keeps the first N examples), got {self.limit}"
+            )
 
 
 @dataclass
@@ -174,6 +176,8 @@ class AnswerArguments(DataArguments):
             except ValueError as err:  # an unclosed quote
                 raise ValueError(f"--evaluate-args {self.evaluate_args!r}: {err}") from None
             check_extra_args(extra, "--evaluate-args")
+            if self.evaluate_dir and Path(self.evaluate_dir).is_file():
+                raise ValueError(f"--evaluate-dir {self.evaluate_dir}: a file, not a folder")
         for name in ("export_json",):
             if getattr(self, name):
                 check_output_path(getattr(self, name), f"--{name.replace('_', '-')}")

@@ -21,7 +21,6 @@ Wikipedia) is streamed, never loaded whole. Three steps, each resumable:
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -36,13 +35,14 @@ from generation.answering.encode import (
     ShardStore,
     encode_shards,
     load_embeddings,
+    load_saved_array,
     load_shards,
     match_passages,
     passages_identity,
 )
 from generation.io.passages import read_passage_at
 from generation.io.records import atomic_write_json, atomic_write_jsonl, atomic_write_npy
-from generation.io.resume import file_fingerprint
+from generation.io.resume import file_fingerprint, read_saved_json, unreadable_state
 
 DEFAULT_MODEL = "sentence-transformers/gtr-t5-xxl"  # the paper's GTR
 # Processes wait for each other after encoding: the slowest may finish hours after the fastest.
@@ -133,8 +133,21 @@ def check_arguments(args: RetrieveArguments) -> None:
             raise ValueError(f"{option} {path}: {kind}")
     if args.embedding_ids and not args.embeddings:
         raise ValueError("--embedding-ids needs --embeddings")
-    if Path(args.output).is_file():
-        raise ValueError(f"--output {args.output}: a file, expected a folder")
+    check_output_folder(args.output)
+
+
+def check_output_folder(output: str) -> None:
+    """Refuses an --output that is a file, or lies under one, before the model is loaded.
+
+    Raises:
+        ValueError: one line naming the file.
+    """
+    for folder in (Path(output), *Path(output).parents):
+        if folder.is_file():
+            what = "a file" if folder == Path(output) else f"{folder} is a file"
+            raise ValueError(f"--output {output}: {what}, not a folder")
+        if folder.is_dir():
+            return
 
 
 # --- the encoder ------------------------------------------------------------------------------
@@ -183,7 +196,10 @@ class SavedIndex:
         meta = self.folder / "index.json"
         if overwrite or not meta.exists():
             return False
-        saved = json.loads(meta.read_text(encoding="utf-8"))["identity"]
+        saved = read_saved_json(meta, "the index's record", {"identity": dict})["identity"]
+        if "source" not in saved or not isinstance(saved.get("dim"), int):
+            why = "'identity' lacks 'source' or an integer 'dim'"
+            raise unreadable_state(meta, "the index's record", why)
         if saved["source"] != self.identity["source"]:
             raise ValueError(
                 f"{self.folder} holds an index of other passages or embeddings "
@@ -202,10 +218,18 @@ class SavedIndex:
         atomic_write_json(self.folder / "index.json", meta)
 
     def load(self):
-        import numpy as np
-
-        offsets = np.load(self.folder / "offsets.npy", allow_pickle=False)
-        return faiss_index.read(self.folder / "passages.faiss"), offsets
+        """The saved index and offsets, refused in one line when either cannot be read back."""
+        offsets = load_saved_array(self.folder / "offsets.npy", "the index's offsets")
+        path = self.folder / "passages.faiss"
+        try:
+            index = faiss_index.read(path)
+        except RuntimeError as err:  # missing, cut short
+            why = str(err).strip().splitlines()[-1].split("Error: ", 1)[-1]
+            raise unreadable_state(path, "the saved index", why) from None
+        if offsets.ndim != 1 or len(offsets) != index.ntotal:
+            why = f"{index.ntotal} vectors but {offsets.shape} offsets"
+            raise unreadable_state(self.folder / "offsets.npy", "the index's offsets", why)
+        return index, offsets
 
 
 # --- the steps --------------------------------------------------------------------------------

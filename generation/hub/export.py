@@ -185,19 +185,31 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def _build_named(args: argparse.Namespace, kwargs: dict) -> dict:
+    """`build_configs`, with `--data-dir` named in the errors about that folder."""
+    try:
+        return build_configs(args.config, args.data_dir, **kwargs)
+    except ValueError as err:
+        if args.data_dir and str(err).startswith(f"{Path(args.data_dir)}:"):
+            raise ValueError(f"--data-dir {err}") from None
+        raise
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     kwargs = {"cache_dir": args.cache_dir} if args.cache_dir else {}
     try:
         remote.check_repo_id(args.repo_id)  # the card's loading example must be a usable id
         check_output_dir(args.output_dir, args.overwrite)  # before the build, which may be long
-        configs = build_configs(args.config, args.data_dir, **kwargs)
+        if args.cache_dir and Path(args.cache_dir).exists() and not Path(args.cache_dir).is_dir():
+            raise ValueError(f"--cache-dir {args.cache_dir}: a file, not a folder")
+        configs = _build_named(args, kwargs)
         written = export_dataset(
             configs, args.output_dir, args.repo_id, args.overwrite, args.max_shard_mb << 20
         )
     except ReleaseDownloadError as err:
         print(
-            f"ambigdocs export: {err.reason}; give the raw files with --data-dir RAW, or "
+            f"ambigdocs export: error: {err.reason}; give the raw files with --data-dir RAW, or "
             "export the bundled sample with --config sample",
             file=sys.stderr,
         )

@@ -44,6 +44,7 @@ from generation.hub.layout import (
     split_pattern,
     write_split,
 )
+from generation.io.records import check_utf8
 
 REPO_TYPE = "dataset"
 # Files of a dataset repository that are not data (never counted as unexported data files).
@@ -93,9 +94,29 @@ def _check_unique_qids(qids: list[int], source: str) -> None:
         seen[qid] = index
 
 
+def _read_folder_card(folder: Path) -> dataset_card.DatasetCard:
+    """The dataset card of an export folder; a README that is not UTF-8 is named."""
+    path = folder / "README.md"
+    data = path.read_bytes()
+    check_utf8(path, data)
+    return dataset_card.read_card(data.decode("utf-8"))
+
+
+def _check_parquet_files(folder: Path) -> None:
+    """Refuses an empty or cut-short Parquet file, naming it (from its footer alone); `datasets`
+    would fail in its builder, naming no file."""
+    import pyarrow.parquet as pq
+
+    for path in sorted(folder.rglob("*.parquet")):
+        try:
+            pq.read_metadata(path)
+        except (pa.ArrowInvalid, OSError) as err:
+            raise ValueError(f"{path}: not a readable Parquet file ({err})") from None
+
+
 def _is_export_folder(folder: Path) -> bool:
     if (folder / "README.md").is_file():
-        card = dataset_card.read_card((folder / "README.md").read_text(encoding="utf-8"))
+        card = _read_folder_card(folder)
         if dataset_card.card_configs(card):
             return True
     return any(folder.rglob("*.parquet"))
@@ -120,6 +141,10 @@ def read_source(
         ValueError: the source is missing, malformed, or ambiguous.
     """
     source = Path(source)
+    if source.is_file() and source_config is not None:
+        raise ValueError(
+            f"--source-config {source_config}: {source} is a file, not an export folder"
+        )
     if source.is_file():
         rows = list(read_raw_rows(source, keep_extra=True))
         _check_unique_qids([r["qid"] for r in rows], str(source))
@@ -128,6 +153,8 @@ def read_source(
         raise ValueError(f"{source}: no such file or folder")
     if _is_export_folder(source):
         return _read_export_split(source, split, config, source_config)
+    if source_config is not None:  # silently ignored, it would push what was not asked for
+        raise ValueError(f"--source-config {source_config}: {source} is not an export folder")
     for name in raw_file_names(split):
         if (source / name).is_file():
             return read_source(source / name, split)
@@ -137,11 +164,16 @@ def read_source(
 def _read_export_split(
     folder: Path, split: str, config: str, source_config: str | None
 ) -> datasets.Dataset:
-    card = dataset_card.read_card((folder / "README.md").read_text(encoding="utf-8"))
+    card = _read_folder_card(folder)
     names = list(dataset_card.card_configs(card)) or ["default"]
     name = source_config or (config if config in names else (names[0] if len(names) == 1 else None))
+    if source_config is not None and source_config not in names:
+        raise ValueError(
+            f"--source-config {source_config}: {folder} has no such config (it has {names})"
+        )
     if name not in names:
         raise ValueError(f"{folder}: pick one of its configs {names} with --source-config")
+    _check_parquet_files(folder)
     loaded = datasets.load_dataset(str(folder), name=name)
     if split not in loaded:
         raise ValueError(f"{folder}: config {name!r} has no split {split!r} ({list(loaded)})")

@@ -156,6 +156,9 @@ def build_space_folder(
     """
     name = space_name(repo_id)
     metric_dir, output_dir = Path(metric_dir), Path(output_dir)
+    if not metric_dir.is_dir():
+        kind = "a file, not a folder" if metric_dir.exists() else "no such folder"
+        raise ValueError(f"--metric-dir {metric_dir}: {kind}")
     missing = [
         f for f in (MODULE_FILE, "README.md", "requirements.txt") if not (metric_dir / f).is_file()
     ]

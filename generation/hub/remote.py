@@ -236,5 +236,5 @@ def fail(prog: str, err: BaseException) -> int:
         message = f"the Hub call failed: {root_cause(err)}"
     else:
         raise err
-    print(f"{prog}: {message}", file=sys.stderr)
+    print(f"{prog}: error: {message}", file=sys.stderr)
     return 2

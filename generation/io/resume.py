@@ -127,7 +127,7 @@ def check_settings(
                 f"{what} exists but records no settings ({settings_file.name} is missing), so "
                 "it cannot be resumed safely; pass --overwrite to start again"
             )
-        saved = {**(defaults or {}), **_read_saved_settings(settings_file)}
+        saved = {**(defaults or {}), **read_saved_json(settings_file, "the recorded settings")}
         changed = settings_differences(saved, settings)
         if changed:
             raise ResumeRefused(
@@ -138,22 +138,52 @@ def check_settings(
     return has_work
 
 
-def _read_saved_settings(path: Path) -> dict:
-    """The settings a run recorded, or a ResumeRefused naming the file when it is not a JSON
-    object (cut short, edited by hand): the work cannot be checked, so it is not resumed."""
+def read_saved_json(
+    path: str | os.PathLike, what: str, fields: Mapping[str, type | tuple[type, ...]] | None = None
+) -> dict:
+    """A JSON object a job saved beside its work (settings, a shard's or an index's record).
+
+    Such files vouch for finished work; one that is cut short, not UTF-8, not a JSON object, or
+    whose `fields` are missing or of another type (edited by hand, written by something else)
+    cannot vouch for anything, so the work is neither resumed nor silently redone.
+
+    Args:
+        path: the file.
+        what: what it holds, as the message names it ("the recorded settings").
+        fields: keys the object must have, and their types.
+
+    Raises:
+        ResumeRefused: one line naming the file and `--overwrite`.
+    """
+    path = Path(path)
     data = path.read_bytes()
     try:
         check_utf8(path, data)
         saved = json.loads(data)
     except ValueError as err:  # also json.JSONDecodeError
-        saved = err
+        raise unreadable_state(path, what, one_line(err)) from None
     if not isinstance(saved, dict):
-        why = one_line(saved) if isinstance(saved, Exception) else "not a JSON object"
-        raise ResumeRefused(
-            f"{path}: the recorded settings cannot be read ({why}), so the work cannot be "
-            "resumed safely; pass --overwrite to start again"
-        )
+        raise unreadable_state(path, what, f"not a JSON object but {type(saved).__name__}")
+    for key, kind in (fields or {}).items():
+        value = saved.get(key)
+        # JSON true/false are Python ints: a count or a width that is a boolean is not one.
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+            raise unreadable_state(path, what, f"{key!r} is missing or not {_kind_name(kind)}")
     return saved
+
+
+def unreadable_state(path: str | os.PathLike, what: str, why: str) -> ResumeRefused:
+    """The one-line refusal for a saved state file that cannot vouch for its work."""
+    return ResumeRefused(
+        f"{path}: {what} cannot be read ({why}), so the work cannot be resumed safely; pass "
+        "--overwrite to start again"
+    )
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {dict: "a JSON object", list: "a JSON list", str: "a string", int: "an integer"}
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
 # --- work files beside an output -------------------------------------------------------------

@@ -48,6 +48,8 @@ def load_results(path: str | Path) -> list[dict]:
     Raises:
         ValueError: malformed file, or a row without `gen_answer` (names the file and row).
     """
+    if Path(path).is_dir():
+        raise ValueError(f"{path}: a folder, not a results file (JSON or JSONL)")
     rows = read_records(path)
     for i, row in enumerate(rows):
         if "gen_answer" not in row:
@@ -323,9 +325,13 @@ def check_extra_args(extra: list[str], flag: str) -> None:
 
     parser.error = fail
     try:
-        parser.parse_args(["RESULTS", "--output-dir", "DIR", *extra])
+        args = parser.parse_args(["RESULTS", "--output-dir", "DIR", *extra])
     except SystemExit:  # --help would end the run there
         raise ValueError(f"{flag} {shlex.join(extra)!r}: not an option to pass on") from None
+    try:
+        _check_numbers(args)
+    except ValueError as err:
+        fail(str(err))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -458,6 +464,19 @@ def main(argv: list[str] | None = None) -> int:
 
 def _check_arguments(args: argparse.Namespace) -> None:
     """Bad options and an unusable --output-dir, before any work."""
+    _check_numbers(args)
+    for folder in (args.output_dir, *args.output_dir.parents):
+        if folder.is_dir():
+            break
+        if folder.exists():
+            if folder == args.output_dir:
+                raise ValueError(f"--output-dir {folder} is a file, not a folder")
+            raise ValueError(f"--output-dir {args.output_dir}: {folder} is a file, not a folder")
+    args.output_dir.mkdir(parents=True, exist_ok=True)  # OSError: cannot be created
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    """Numbers out of range (also checked for `answer --evaluate-args`, before answering)."""
     if args.bootstrap < 0:
         raise ValueError("--bootstrap must be 0 or more")
     for flag, value, low in (
@@ -468,17 +487,26 @@ def _check_arguments(args: argparse.Namespace) -> None:
     ):
         if value < low:
             raise ValueError(f"{flag} must be {low} or more, got {value}")
-    if args.output_dir.exists() and not args.output_dir.is_dir():
-        raise ValueError(f"--output-dir {args.output_dir} is a file, not a folder")
-    args.output_dir.mkdir(parents=True, exist_ok=True)  # OSError: cannot be created
 
 
 def _check_labels_field(args: argparse.Namespace, loaded: list[list[dict]]) -> None:
-    """A --labels-field that no row holds is a typo, not a result: refuse it before scoring."""
+    """A --labels-field that no row holds is a typo, not a result: refuse it before scoring.
+    So is a label that is not a category name: it could never agree, and would only lower the
+    agreement and kappa printed."""
     field = args.labels_field
-    if field and not any(row.get(field) is not None for rows in loaded for row in rows):
+    if not field:
+        return
+    if not any(row.get(field) is not None for rows in loaded for row in rows):
         files = ", ".join(str(p) for p in args.results)
         raise ValueError(f"--labels-field {field!r}: no row of {files} has that field")
+    for path, rows in zip(args.results, loaded, strict=True):
+        for i, row in enumerate(rows):
+            label = row.get(field)
+            if label is not None and label not in CATEGORIES:
+                raise ValueError(
+                    f"{path}: row {i} (qid {row.get('qid')}): --labels-field {field!r} holds "
+                    f"{label!r}, not a category ({', '.join(CATEGORIES)})"
+                )
 
 
 def _score_file(path: Path, rows: list[dict], args: argparse.Namespace) -> tuple[list, dict]:

@@ -129,6 +129,40 @@ def _canonical(reference: Reference, shown=None) -> dict:
     }
 
 
+def _check_storable(index: int, prediction: str, reference: dict) -> None:
+    """Refuses text Arrow cannot store (a lone UTF-16 surrogate, e.g. from a `"\\ud800"` JSON
+    escape), naming the example and field instead of failing inside Arrow's encoder.
+
+    The scorer itself reads such text (it works on UTF-8 bytes with "surrogatepass"); only the
+    module's storage cannot hold it.
+
+    Raises:
+        ValueError: naming the example (and its qid) and the field.
+    """
+    qid = reference["qid"]
+    # A qid that is itself the bad text is left out: the message must be printable.
+    where = f"example {index}" + (f" (qid {qid})" if qid and _utf8_encodable(qid) else "")
+    fields = [("prediction", prediction)]
+    fields += [(k, reference[k]) for k in ("qid", "question", "ambiguous_entity")]
+    for name in ("documents", "contexts"):
+        for j, document in enumerate(reference[name]):
+            fields += [(f"{name}[{j}].{k}", v) for k, v in document.items()]
+    for field, value in fields:
+        if isinstance(value, str) and not _utf8_encodable(value):
+            raise ValueError(
+                f"{where}: {field!r} holds a lone UTF-16 surrogate ({value[:40]!r}), which is "
+                "not text and cannot be stored"
+            )
+
+
+def _utf8_encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _text_or_none(value):
     return None if value is None else str(value)
 
@@ -159,6 +193,18 @@ def as_rows(references, name: str = "references"):
             f"e.g. {name}=[row] or {name}=dataset (or a dict of columns such as dataset[:8])"
         )
     raise ValueError(f"{name} must be a list of rows or a dict of columns, got a dict")
+
+
+def _check_pair(predictions, references, p_name: str, r_name: str) -> None:
+    """Refuses one of the two without the other, and a string where a list belongs (a string
+    would be read as one prediction per character)."""
+    if (predictions is None) != (references is None):
+        given, missing = (p_name, r_name) if references is None else (r_name, p_name)
+        raise ValueError(f"{given} were given without {missing}: give both")
+    if isinstance(predictions, (str, bytes)):
+        raise ValueError(
+            f"{p_name} must be a list of strings, got one {type(predictions).__name__}"
+        )
 
 
 def _check_contexts(contexts, n: int):
@@ -195,21 +241,29 @@ class AmbigDocsMetric(evaluate.Metric):
         # Our checks first, so that bad input fails with the example and field named rather than
         # with an Arrow encoding error; then one canonical layout for storage.
         references = as_rows(references)
+        _check_pair(predictions, references, "predictions", "references")
         if predictions is not None and references is not None:
             contexts = _check_contexts(contexts, len(predictions))
             parsed = validate_inputs(predictions, references, contexts)
             shown = contexts if contexts is not None else [None] * len(parsed)
             references = [_canonical(r, c) for r, c in zip(parsed, shown, strict=True)]
+            for i, (prediction, reference) in enumerate(zip(predictions, references, strict=True)):
+                _check_storable(i, prediction, reference)
         elif contexts is not None:
             raise ValueError("contexts need their predictions and references in the same call")
         return super().add_batch(predictions=predictions, references=references, **kwargs)
 
     def add(self, *, prediction=None, reference=None, context=None, **kwargs):
         """Adds one prediction and reference, and optionally the documents shown for it."""
+        if prediction is None and reference is not None:
+            raise ValueError("reference was given without its prediction: give both")
+        if reference is None and prediction is not None:
+            raise ValueError("prediction was given without its reference: give both")
         if prediction is not None and reference is not None:
             shown = None if context is None else [context]
             parsed = validate_inputs([prediction], [reference], shown)[0]
             reference = _canonical(parsed, context)
+            _check_storable(0, prediction, reference)
         elif context is not None:
             raise ValueError("context needs its prediction and reference in the same call")
         return super().add(prediction=prediction, reference=reference, **kwargs)

@@ -8,6 +8,7 @@ the local cache; the command decides that from `QAModelError.unreachable`.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -46,8 +47,15 @@ def load_qa_extractor(qa_model: Any, batch_size: int = 64, **options: Any) -> QA
         return qa_model
     if not isinstance(qa_model, str):
         return QAExtractor(qa_model, batch_size, **options)
-    if _looks_like_a_path(qa_model) and not os.path.isdir(os.path.expanduser(qa_model)):
+    local = os.path.expanduser(qa_model)
+    if os.path.isfile(local):  # a file named like a Hub id is still not a model folder
+        raise QAModelError(
+            f"cannot load the QA model {qa_model!r} for Disambig-F1: a file, not a model folder"
+        )
+    if _looks_like_a_path(qa_model) and not os.path.isdir(local):
         raise QAModelError(f"cannot load the QA model {qa_model!r} for Disambig-F1: no such folder")
+    if os.path.isdir(local):
+        _check_model_folder(qa_model, local)
     try:
         _check_question_answering(qa_model)
         return QAExtractor(qa_model, batch_size, **options)
@@ -60,6 +68,24 @@ def load_qa_extractor(qa_model: Any, batch_size: int = 64, **options: Any) -> QA
             f"cannot load the QA model {qa_model!r} for Disambig-F1 ({why}{root_cause(err)})",
             unreachable=unreachable,
         ) from None
+
+
+def _check_model_folder(qa_model: str, folder: str) -> None:
+    """Names a local folder's missing or unreadable config.json (transformers would ask for a
+    `model_type` key, or report a JSON error naming no file)."""
+    config = os.path.join(folder, "config.json")
+    why = None
+    if not os.path.isfile(config):
+        why = "no config.json there: not a saved model folder"
+    else:
+        try:
+            with open(config, encoding="utf-8") as f:
+                if not isinstance(json.load(f), dict):
+                    why = f"{config} is not a JSON object"
+        except ValueError as err:  # also JSONDecodeError, UnicodeDecodeError
+            why = f"{config} cannot be read ({err})"
+    if why:
+        raise QAModelError(f"cannot load the QA model {qa_model!r} for Disambig-F1: {why}")
 
 
 def _check_question_answering(qa_model: str) -> None:
