@@ -241,11 +241,11 @@ def resolve_prompt_format(args: AnswerArguments) -> tuple[str, object | None]:
 
 
 def resolve_decoding(args: AnswerArguments, prompt_format: str) -> str:
-    """`greedy` or `authors` (openai only: the API's default temperature and no token limit).
-    Open models always decode greedily, as the authors' script did too."""
-    if args.backend != "openai":
-        return "greedy"
-    return args.decoding or ("authors" if prompt_format == "authors" else "greedy")
+    """`greedy` or `authors` (openai only: the API's default temperature and no token limit),
+    by the rule `build questions` follows too (`generation.backends.openai.resolve_decoding`)."""
+    from generation.backends.openai import resolve_decoding as shared_rule
+
+    return shared_rule(args.backend, prompt_format, args.decoding)
 
 
 def prepare(args: AnswerArguments) -> Plan:
@@ -334,9 +334,10 @@ def backend_options(args: AnswerArguments, device: str | None) -> dict:
             opts["base_url"] = args.base_url
         if args.max_concurrency:
             opts["max_concurrency"] = args.max_concurrency
-        if resolve_decoding(args, args.prompt_format or "chat") == "authors":
-            # The authors' script set neither: the API's defaults apply.
-            opts.update(temperature=None, max_tokens_param=None)
+        from generation.backends.openai import decoding_options
+
+        # authors: the script set neither temperature nor a token limit (the API's defaults).
+        opts.update(decoding_options(resolve_decoding(args, args.prompt_format or "chat")))
     opts.update(parse_backend_options(args.backend_option))
     return opts
 
