@@ -94,3 +94,22 @@ def make_tiny_t5(path):
     T5ForConditionalGeneration(config).save_pretrained(path)
     tok.save_pretrained(path)
     return path
+
+
+def sample_filter_records(sample_dir) -> list[dict]:
+    """`build filter`-style lines with status ok: the bundled sample's rows as seed pairs, each
+    with its first two documents and their answers (training data for the distillation tests)."""
+    import json
+    from pathlib import Path
+
+    rows = json.loads((Path(sample_dir) / "test.json").read_text())
+    return [
+        {
+            "status": "ok",
+            "surface_name": row["ambiguous_entity"],
+            "documents": [{"title": d["title"], "text": d["text"]} for d in row["documents"][:2]],
+            "question": row["question"],
+            "answers": [d["answer"] for d in row["documents"][:2]],
+        }
+        for row in rows
+    ]

@@ -11,9 +11,9 @@ trainer's in-memory 4-bit model generates; `quantization="none"` loads it unquan
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from build_fakes import sample_filter_records
 
 from generation.backends.base import load_backend
 from generation.distill.args import parse_args
@@ -22,23 +22,9 @@ from generation.prompts import render_question_prompt
 MAX_NEW = 16
 
 
-def _records(sample_dir: Path) -> list[dict]:
-    rows = json.loads((sample_dir / "test.json").read_text())
-    return [
-        {
-            "status": "ok",
-            "surface_name": row["ambiguous_entity"],
-            "documents": [{"title": d["title"], "text": d["text"]} for d in row["documents"][:2]],
-            "question": row["question"],
-            "answers": [d["answer"] for d in row["documents"][:2]],
-        }
-        for row in rows
-    ]
-
-
 @pytest.fixture(scope="module")
 def data(tmp_path_factory, sample_dir):
-    records = _records(sample_dir)
+    records = sample_filter_records(sample_dir)
     path = tmp_path_factory.mktemp("distill-hf") / "filtered.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     prompts = [

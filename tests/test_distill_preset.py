@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from build_fakes import sample_filter_records
 
 from generation.distill.args import PRESETS, parse_args
 from generation.distill.data import select_ok_records, to_prompt_completion, tokenize_authors
@@ -24,24 +25,10 @@ REPO = Path(__file__).resolve().parents[1]
 REQUIRED = ["--base-model", "M", "--train", "t.jsonl", "--output-dir", "out"]
 
 
-def _records(sample_dir: Path) -> list[dict]:
-    rows = json.loads((sample_dir / "test.json").read_text())
-    return [
-        {
-            "status": "ok",
-            "surface_name": row["ambiguous_entity"],
-            "documents": [{"title": d["title"], "text": d["text"]} for d in row["documents"][:2]],
-            "question": row["question"],
-            "answers": [d["answer"] for d in row["documents"][:2]],
-        }
-        for row in rows
-    ]
-
-
 @pytest.fixture(scope="module")
 def filter_file(tmp_path_factory, sample_dir) -> Path:
     path = tmp_path_factory.mktemp("distill-preset") / "filtered.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in _records(sample_dir)))
+    path.write_text("".join(json.dumps(r) + "\n" for r in sample_filter_records(sample_dir)))
     return path
 
 
@@ -73,7 +60,7 @@ def test_authors_tokens_are_bos_and_the_joined_text_without_eos(sample_dir, adds
 
     tok = _llama_like_tokenizer() if adds_bos else make_tiny_tokenizer()
     assert (tok("x")["input_ids"][0] == tok.bos_token_id) is adds_bos
-    for row in to_prompt_completion(select_ok_records(_records(sample_dir))):
+    for row in to_prompt_completion(select_ok_records(sample_filter_records(sample_dir))):
         ids = tokenize_authors(row["prompt"], row["completion"], tok)
         assert set(ids) == {"input_ids"}  # no completion mask: the loss is on every token
         assert ids["input_ids"] == _authors_reference(row["prompt"], row["completion"], tok)
@@ -115,7 +102,7 @@ def test_authors_preset_trains_on_every_token_of_bos_text_without_eos(
     assert training_args.gradient_checkpointing is False
     assert training_args.completion_only_loss is False
     tok = AutoTokenizer.from_pretrained(tiny_llama_dir)
-    rows = to_prompt_completion(select_ok_records(_records(sample_dir)))
+    rows = to_prompt_completion(select_ok_records(sample_filter_records(sample_dir)))
     expected = [_authors_reference(r["prompt"], r["completion"], tok) for r in rows]
     batch = next(iter(trainer.get_train_dataloader()))
     assert len(batch["input_ids"]) == 2
