@@ -11,13 +11,16 @@ OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_
 setup: $(VENV)/.installed
 
 # The CPU build of torch 2.13.0 goes in first: any later request for torch is then satisfied
-# and never pulls the multi-GB CUDA build.
+# and never pulls the multi-GB CUDA build. The editable install puts the clone itself on
+# sys.path (`compat` mode), so `import ambigdocs` finds the real module even from the folder
+# above a clone named `ambigdocs`, where the clone folder would otherwise shadow it as an empty
+# namespace package (the default editable mode's finder is asked only after sys.path).
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m pip install --quiet --no-deps -e . --config-settings editable_mode=compat
 	touch $@
 
 # The main job on the bundled sample: score the paper's worked examples, offline.

@@ -40,15 +40,15 @@ def _sample_rows(sample_dir) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def clone(repo_root, tmp_path_factory) -> Path:
-    """A copy of the repository in a folder named `ambigdocs`, as `git clone` names it."""
-    folder = tmp_path_factory.mktemp("clones") / "ambigdocs"
+    """A copy of the repository in a folder named as the README clones it (not `ambigdocs`)."""
+    folder = tmp_path_factory.mktemp("clones") / "ambigdocs-toolkit"
     shutil.copytree(repo_root, folder, ignore=_NOT_IN_A_CLONE)
     return folder
 
 
 def test_the_clone_loads_as_the_bundled_sample(clone, tmp_path):
-    # datasets refuses a folder holding `<folder name>.py`; the builder is a package instead.
-    assert not (clone / "ambigdocs.py").exists() and (clone / "ambigdocs" / "__init__.py").is_file()
+    # The design's top-level builder module; a folder of any other name loads its YAML config.
+    assert (clone / "ambigdocs.py").is_file() and not (clone / "ambigdocs").exists()
     ds = _load(clone, cache=tmp_path / "c")
     sample = load_ambigdocs(config="sample")
     assert list(ds) == ["test"]

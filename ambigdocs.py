@@ -1,10 +1,8 @@
 """AmbigDocs: a `datasets` builder for the benchmark of Lee, Ye and Choi (2024).
 
 The release's row schema is defined here once (`FEATURES`) and imported by the rest of the
-project. `datasets` >= 4 no longer runs loading scripts, so this is a package, not a loading
-script: import the builder (or `load_ambigdocs`) instead. (It is a package rather than a file
-`ambigdocs.py` because `datasets.load_dataset(FOLDER)` refuses any FOLDER that holds
-`<FOLDER's name>.py`, and a clone of this repository is usually named `ambigdocs`.)
+project. `datasets` >= 4 no longer runs loading scripts, so import the builder (or
+`load_ambigdocs`) instead of passing this file to `load_dataset`:
 
     from ambigdocs import load_ambigdocs
     test = load_ambigdocs("test")                       # the release, downloaded from the Hub
@@ -13,9 +11,11 @@ script: import the builder (or `load_ambigdocs`) instead. (It is a package rathe
     mine = load_ambigdocs(data_files={"test": "my_split.jsonl"})
 
 Plain `datasets.load_dataset` works too, without the toolkit: on a folder of the release's raw
-files, on an export (`ambigdocs export`, generation/hub/export.py), or on the clone itself (its
-`.huggingface.yaml` declares the bundled sample); see docs/datasets.md. `METRIC_PATH` and
-`load_metric` give the metric's `evaluate` module from any folder.
+files, on an export (`ambigdocs export`, generation/hub/export.py), or on a clone of this
+repository whose folder is not named `ambigdocs` (its `.huggingface.yaml` declares the bundled
+sample; `datasets` refuses a folder that holds a `.py` file named like the folder); see
+docs/datasets.md. `METRIC_PATH` and `load_metric` give the metric's `evaluate` module from any
+folder.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ FEATURES = datasets.Features(
     }
 )
 
-_ROOT = Path(__file__).resolve().parents[1]  # the clone, or site-packages once installed
+_ROOT = Path(__file__).resolve().parent  # the clone, or site-packages once installed
 SAMPLE_DIR = _ROOT / "generation" / "resources" / "sample"
 # The `evaluate` module of the AmbigDocs metric: `evaluate.load(METRIC_PATH)` works from any
 # folder (evaluate takes a local folder holding `ambigdocs_metric.py`); see `load_metric`.
