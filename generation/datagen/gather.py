@@ -64,6 +64,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
+from generation.boundary import one_line
 from generation.datagen.gather_rules import (
     authors_dump_entities,
     authors_entities,
@@ -72,7 +73,7 @@ from generation.datagen.gather_rules import (
 )
 from generation.datagen.stage_io import check_output, format_stats, stats_path
 from generation.io.records import atomic_write_json
-from generation.options import one_line, option, run_command
+from generation.options import option, run_command
 
 # The disambiguation templates of the English Wikipedia (Category:Disambiguation message boxes)
 # and their common redirects, lower-cased, spaces for underscores.

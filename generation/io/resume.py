@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from generation.boundary import one_line
 from generation.io.records import ResumableJsonl, atomic_write_json, check_utf8
-from generation.options import one_line
 
 # Files up to this size are fingerprinted by content (SHA-256); larger ones (the 13 GB passage
 # file) by size and modification time, which is what a rewrite changes in practice.
