@@ -17,7 +17,6 @@ dispatcher may all use it.
 from __future__ import annotations
 
 import errno
-import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -37,13 +36,11 @@ class ServiceError(RuntimeError):
 # Errors that are never a bug of the toolkit: what the user gave, or the machine it runs on.
 EXPECTED = (ValueError, OSError, RecursionError, OverflowError, ServiceError)
 
-# A temporary file of an atomic write: `.NAME.RANDOM.tmp` beside NAME.
-_TEMPORARY = re.compile(r"^(?P<folder>.*/)?\.(?P<name>.+)\.[^./]+\.tmp$")
-
 
 def one_line(err: BaseException) -> str:
-    """An exception as one line: a file-system error names its file (the real one, not the
-    temporary file of an atomic write) and says what went wrong; line breaks are folded."""
+    """An exception as one line: a file-system error names its file(s) and says what went wrong
+    (the shared writers of `generation/io` name the real output, never their temporary file);
+    line breaks are folded."""
     if isinstance(err, OSError) and (err.filename or err.errno):
         text = _os_message(err)
     elif isinstance(err, RecursionError):
@@ -56,14 +53,8 @@ def one_line(err: BaseException) -> str:
 def _os_message(err: OSError) -> str:
     reason = err.strerror or (errno.errorcode.get(err.errno) if err.errno else None)
     reason = reason or str(err) or type(err).__name__
-    files = [real_name(f) for f in (err.filename, err.filename2) if f is not None]
+    files = [f for f in (err.filename, err.filename2) if f is not None]
     return f"{' -> '.join(map(str, files))}: {reason}" if files else reason
-
-
-def real_name(path: Any) -> Any:
-    """The file a temporary name stands for (`dir/.a.json.x1y2.tmp` -> `dir/a.json`)."""
-    found = _TEMPORARY.match(str(path))
-    return f"{found['folder'] or ''}{found['name']}" if found else path
 
 
 def expected(err: BaseException) -> bool:

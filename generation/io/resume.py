@@ -194,6 +194,13 @@ def partial_path(output: str | os.PathLike) -> Path:
     return Path(f"{output}.partial.jsonl")
 
 
+def meta_path(output: str | os.PathLike) -> Path:
+    """The settings file `ambigdocs answer` keeps beside its output (`OUTPUT.meta.json`), which
+    `ambigdocs evaluate` reads back for its provenance."""
+    output = Path(output)
+    return output.with_name(output.name + ".meta.json")
+
+
 def _settings_path(output: str | os.PathLike) -> Path:
     return Path(f"{output}.partial.settings.json")
 
