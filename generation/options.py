@@ -176,9 +176,11 @@ def _unknown_message(parser: argparse.ArgumentParser, unknown: list[str]) -> str
     if not flags:
         return f"{len(unknown)} unexpected value(s) (see --help)"
     known = [s for a in parser._actions for s in a.option_strings]
-    message = f"unrecognized arguments: {' '.join(flags)}"
-    close = difflib.get_close_matches(flags[0], known, n=1)
-    return message + (f" (did you mean {close[0]}?)" if close else "") + " (see --help)"
+    named = []
+    for flag in flags:
+        close = difflib.get_close_matches(flag, known, n=1)
+        named.append(f"{flag} (did you mean {close[0]}?)" if close else flag)
+    return f"unrecognized arguments: {' '.join(named)} (see --help)"
 
 
 def read_yaml_mapping(path: str, where: str) -> dict:
