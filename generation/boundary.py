@@ -51,8 +51,7 @@ def one_line(err: BaseException) -> str:
 
 
 def _os_message(err: OSError) -> str:
-    reason = err.strerror or (errno.errorcode.get(err.errno) if err.errno else None)
-    reason = reason or str(err) or type(err).__name__
+    reason = err.strerror or errno.errorcode.get(err.errno or 0) or str(err) or type(err).__name__
     files = [f for f in (err.filename, err.filename2) if f is not None]
     return f"{' -> '.join(map(str, files))}: {reason}" if files else reason
 
@@ -85,7 +84,8 @@ def _hub_unreachable(err: BaseException) -> bool:
 
 
 def report(prog: str, err: BaseException) -> int:
-    """Prints the one line for an expected failure and returns its exit status."""
+    """Prints the one line for an expected failure (secrets masked) and returns its status."""
+    text = one_line(err)
     if _hub_unreachable(err):
         from huggingface_hub import constants
 
@@ -96,12 +96,9 @@ def report(prog: str, err: BaseException) -> int:
             f"cannot reach the Hugging Face Hub at {constants.ENDPOINT} ({detail}), and what it "
             "needs is not in the local cache; give a local path or download it first"
         )
-        print(f"{prog}: error: {secrets.mask(' '.join(text.split()))}", file=sys.stderr)
-        return 2
-    text = one_line(err)
-    if isinstance(err, ServiceError):
+    elif isinstance(err, ServiceError):
         text += " The finished work is kept; run the same command again to resume."
-    print(f"{prog}: error: {secrets.mask(text)}", file=sys.stderr)
+    print(f"{prog}: error: {secrets.mask(' '.join(text.split()))}", file=sys.stderr)
     return 1 if isinstance(err, ServiceError) else 2
 
 
@@ -119,7 +116,7 @@ def guard(prog: str, call: Callable[[], Any], argv: Sequence[str] = ()) -> int:
     Raises:
         Anything that is not an expected failure (a bug), unchanged.
     """
-    secrets.remember_argv(argv)
+    secrets.remember_options(list(argv))
     try:
         status = call()
     except Exception as err:

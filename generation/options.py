@@ -57,10 +57,6 @@ class _Parser(argparse.ArgumentParser):
 _TRUE, _FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
 
 
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
 def build_parser(prog: str, description: str, option_types: Sequence[type]) -> _Parser:
     """The argparse parser of the option dataclasses (for `--help`; `parse_argv` parses).
 
@@ -81,17 +77,20 @@ def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hint: Any)
     required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
     base, many = _unwrap(hint)
     default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-    shown = "(required)" if required else f"(default: {default})"
-    quiet = required is False and (default in (None, [], "") or base is bool)
-    kwargs: dict[str, Any] = {"help": meta.get("help", "") + ("" if quiet else f" {shown}")}
+    # `required=True` metadata: required, but it may come from an `--args-file` (checked later).
+    needed = required or meta.get("required")
+    if needed and not meta.get("positional"):
+        note = " (required)"
+    elif needed or base is bool or default in (None, [], ""):
+        note = ""
+    else:
+        note = f" (default: {default})"
+    kwargs: dict[str, Any] = {"help": meta.get("help", "") + note}
     if base is bool:
         kwargs["action"] = argparse.BooleanOptionalAction
     else:
         if typing.get_origin(base) is Literal:
             kwargs["choices"] = typing.get_args(base)
-            kwargs["metavar"] = meta.get(
-                "metavar", "{" + ",".join(map(str, kwargs["choices"])) + "}"
-            )
         elif base in (int, float):
             kwargs["type"] = base
         if many and meta.get("repeat"):  # one value per flag, the flag repeated
@@ -103,7 +102,7 @@ def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hint: Any)
     if meta.get("positional"):
         parser.add_argument(f.name, **kwargs)
         return
-    names = [_flag(f.name), *meta.get("aliases", ())]
+    names = ["--" + f.name.replace("_", "-"), *meta.get("aliases", ())]
     parser.add_argument(*names, dest=f.name, required=required, **kwargs)
 
 
@@ -118,30 +117,26 @@ def _unwrap(hint: Any) -> tuple[Any, bool]:
 
 def _normalise(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
     """`--num_proc` -> `--num-proc`; `--flag false` / `--flag=no` -> `--no-flag`."""
-    flags = {s: a for a in parser._actions for s in a.option_strings if s.startswith("--")}
-    out: list[str] = []
-    tokens = list(map(str, argv))
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        i += 1
-        if token == "--":
-            out += tokens[i - 1 :]
-            break
-        if not token.startswith("--"):
-            out.append(token)
-            continue
+    flags = {
+        a.option_strings[0]
+        for a in parser._actions
+        if isinstance(a, argparse.BooleanOptionalAction)
+    }
+    out, tokens = [], [str(t) for t in argv]
+    while tokens:
+        token = tokens.pop(0)
         name, sep, value = token.partition("=")
+        if token == "--" or not name.startswith("--"):
+            out += [token, *tokens] if token == "--" else [token]
+            tokens = [] if token == "--" else tokens
+            continue
         name = "--" + name[2:].replace("_", "-")
-        action = flags.get(name)
-        if isinstance(action, argparse.BooleanOptionalAction) and not name.startswith("--no-"):
-            if not sep and i < len(tokens) and tokens[i].lower() in _TRUE + _FALSE:
-                value, sep, i = tokens[i], "=", i + 1
-            if sep:
-                if value.lower() not in _TRUE + _FALSE:
-                    raise UsageError(f"argument {name}: expected true or false, got {value!r}")
-                out.append(name if value.lower() in _TRUE else "--no-" + name[2:])
-                continue
+        if name in flags and not sep and tokens and tokens[0].lower() in _TRUE + _FALSE:
+            sep, value = "=", tokens.pop(0)
+        if name in flags and sep:
+            if value.lower() not in _TRUE + _FALSE:
+                raise UsageError(f"argument {name}: expected true or false, got {value!r}")
+            name, sep, value = name if value.lower() in _TRUE else "--no-" + name[2:], "", ""
         out.append(name + sep + value)
     return out
 
@@ -197,7 +192,7 @@ def read_yaml_mapping(path: str, where: str) -> dict:
         reason = err.strerror if isinstance(err, OSError) and err.strerror else one_line(err)
         raise ValueError(f"{where}: cannot be read ({reason})") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{where}: expected a mapping of option names to values")
+        raise ValueError(f"{where}: expected a YAML mapping of option names to values")
     return data
 
 

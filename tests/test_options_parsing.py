@@ -182,7 +182,7 @@ def test_a_list_flag_replaces_the_files_list(tmp_path):
     [
         ("seed: [1\n", "cannot be read"),
         ("model: m\n\tseed: 1\n", "cannot be read"),  # a tab YAML refuses
-        ("- a\n- b\n", "expected a mapping"),
+        ("- a\n- b\n", "expected a YAML mapping"),
         ("sead: 1\n", "unknown option(s) ['sead']"),
         ("seed: one\n", "option 'seed': 'one' is not a int"),
     ],
@@ -251,9 +251,15 @@ def test_no_command_prints_a_flag_with_an_optional_value(capsys, command):
     assert "--no_" not in out  # one spelling shown; the other is accepted
 
 
-def test_required_options_of_the_hub_commands_are_shown_required(capsys):
+def test_required_options_are_shown_required(capsys):
     _, out, _ = run_cli(capsys, ["push", "--help"])
     assert "--repo-id REPO_ID --split SPLIT" in out.split("\n\n")[0]  # usage, not bracketed
+    # answer's --model and --output may come from --args-file, so argparse cannot insist on
+    # them; the help says they are required all the same.
+    _, out, _ = run_cli(capsys, ["answer", "--help"])
+    assert "--model MODEL         local folder, Hub id, or API model name (required)" in out
+    assert "--output OUTPUT       the answers, JSONL (required)" in out
+    assert "(default: 0)" in out and "(default: None)" not in out
 
 
 # --- the dispatcher -----------------------------------------------------------------------------

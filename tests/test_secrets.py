@@ -90,7 +90,7 @@ def test_mask_leaves_ordinary_text_alone(text):
 def test_a_remembered_value_is_masked_anywhere():
     secrets.remember_options({"stage": {"backend_option": [f"api_key={PLAIN}", "dtype=bf16"]}})
     assert secrets.mask(f"server says: unknown key {PLAIN}!") == "server says: unknown key ***!"
-    secrets.remember_argv(["--api-keyy", "another-plain-value", "--hf_token=third-plain-value"])
+    secrets.remember_options(["--api-keyy", "another-plain-value", "--hf_token=third-plain-value"])
     masked = secrets.mask("another-plain-value third-plain-value dtype=bf16")
     assert masked == "*** *** dtype=bf16"
 

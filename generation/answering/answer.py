@@ -48,7 +48,7 @@ from generation.answering.data import (
     load_exemplars,
     read_rows,
 )
-from generation.answering.options import AnswerArguments, build_parser, parse_answer_args
+from generation.answering.options import AnswerArguments, parse_answer_args
 from generation.answering.output import (
     discard_output,
     has_work,
@@ -66,7 +66,7 @@ from generation.io.records import ResumableJsonl
 from generation.io.resume import check_settings, file_fingerprint, records_digest
 from generation.prompts import render_answer_input
 
-__all__ = ["build_parser", "load_exemplars", "load_rows", "main", "parse_answer_args", "run"]
+__all__ = ["load_exemplars", "load_rows", "main", "parse_answer_args", "run"]
 
 META_VERSION = 1
 VLLM_MIN_CHUNK = 256  # prompts per vLLM call at least (it schedules its own batches)
@@ -91,11 +91,10 @@ def load_rows(args) -> list[dict]:
 
 # --- settings -----------------------------------------------------------------------------------
 
-# Back-end options that do not change the answers (speed, retries, progress), or that must never
-# be written to disk (credentials): left out of the settings file and of the resume check.
+# Back-end options that do not change the answers (speed, retries, progress): left out of the
+# settings file and of the resume check, as credentials are (by name: generation/secrets.py).
 NON_ANSWER_OPTIONS = frozenset(
     {
-        "api_key",
         "max_concurrency",
         "max_retries",
         "backoff_base",

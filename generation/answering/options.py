@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Literal
 
 from generation.documents import DEFAULT_NUM_DOCS
-from generation.options import build_parser as _build_parser
 from generation.options import parse_argv
 
 Backend = Literal["hf", "vllm", "openai"]
@@ -68,9 +67,9 @@ class AnswerArguments(DataArguments):
     """Every option of `ambigdocs answer` (paper Section 5, Figures 11-12)."""
 
     model: str | None = field(
-        default=None, **_help("local folder, Hub id, or API model name (required)")
+        default=None, **_help("local folder, Hub id, or API model name", required=True)
     )
-    output: str | None = field(default=None, **_help("the answers, JSONL (required)"))
+    output: str | None = field(default=None, **_help("the answers, JSONL", required=True))
     backend: Backend = field(default="hf", **_help("hf (transformers), vllm, openai"))
     setting: Setting = field(default="gold-only", **_help("the paper's document setting"))
     retrieved: str | None = field(
@@ -188,11 +187,6 @@ def check_output_path(path: str, flag: str) -> None:
 
 
 DESCRIPTION = "Answer AmbigDocs questions with a model (paper Section 5, Figures 11-12)."
-
-
-def build_parser():
-    """The parser over `AnswerArguments` (for `--help` and tests)."""
-    return _build_parser("ambigdocs answer", DESCRIPTION, [AnswerArguments])
 
 
 def parse_answer_args(argv: list[str] | None = None) -> AnswerArguments:

@@ -40,6 +40,7 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, SpaceCard
 from ambigdocs import RELEASE_REPO_ID
 from generation.hub import remote
 from generation.options import option, run_command
+from metric.ambigdocs_metric.hub_errors import hub_unreachable
 
 REPO_TYPE = "space"
 METRIC_DIR = Path(__file__).resolve().parents[2] / "metric" / "ambigdocs_metric"
@@ -214,7 +215,7 @@ def push_metric(
         try:
             state = remote.read_repo_state(api, repo_id, REPO_TYPE, None)
         except Exception as err:
-            if dry_run and remote.is_unreachable(err):
+            if dry_run and hub_unreachable(err):
                 _print_plan(repo_id, folder, files, remote.RepoState(), out, offline=True)
             raise
         operations = _print_plan(repo_id, folder, files, state, out, dry_run=dry_run)
