@@ -45,6 +45,9 @@ def one_line(err: BaseException) -> str:
         text = _os_message(err)
     elif isinstance(err, RecursionError):
         text = f"the input is nested too deeply to read ({err})"
+    elif getattr(err, "problem_mark", None) is not None:  # YAML: where, and what (no snippet)
+        mark = err.problem_mark
+        text = f"line {mark.line + 1}, column {mark.column + 1}: not valid YAML ({err.problem})"
     else:
         text = str(err)
     return " ".join(text.split()) or type(err).__name__
@@ -70,6 +73,14 @@ def expected(err: BaseException) -> bool:
         return True
     module = type(err).__module__ or ""
     return module.startswith("yaml") or _hub_unreachable(err)
+
+
+def _unwrapped(err: BaseException) -> BaseException:
+    """The error to judge: a `datasets` wrapper (`DatasetGenerationError`, raised from what the
+    builder found wrong in a file) stands for the error it wraps."""
+    while type(err).__module__.startswith("datasets.") and err.__cause__ is not None:
+        err = err.__cause__
+    return err
 
 
 def _hub_unreachable(err: BaseException) -> bool:
@@ -120,7 +131,8 @@ def guard(prog: str, call: Callable[[], Any], argv: Sequence[str] = ()) -> int:
     try:
         status = call()
     except Exception as err:
-        if not expected(err):
+        cause = _unwrapped(err)
+        if not expected(cause):
             raise
-        return report(prog, err)
+        return report(prog, cause)
     return status if isinstance(status, int) else 0

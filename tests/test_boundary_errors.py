@@ -214,7 +214,7 @@ def test_a_yaml_error_a_library_raises_is_one_line(capsys, monkeypatch, tmp_path
 
     monkeypatch.setattr(split, "run", failing_run)
     code, err = run_stage(capsys, route, "split", split_argv(tmp_path, "rows.jsonl"))
-    one_line(code, err, "ambigdocs build split: error: ", "while parsing a flow sequence")
+    one_line(code, err, "ambigdocs build split: error: line 2, column 2: not valid YAML (expected")
 
 
 @pytest.mark.parametrize("route", ROUTES)
@@ -294,3 +294,39 @@ def test_json_from_a_stage_input_is_not_echoed_as_a_traceback(capsys, tmp_path, 
     data.write_text(json.dumps({"rows": []}), encoding="utf-8")  # an object, not a list
     code, err = run_stage(capsys, route, "split", split_argv(tmp_path, data))
     one_line(code, err, str(data))
+
+
+def run_command(capsys, route: str, command: str, module: str, argv: list) -> tuple[int, str]:
+    argv = [str(a) for a in argv]
+    capsys.readouterr()
+    if route == "cli":
+        code = ambigdocs([command, *argv])
+    else:
+        code = importlib.import_module(module).main(argv)
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_export_of_json_nested_too_deeply_is_one_line(capsys, tmp_path, route):
+    """The builder's error reaches the boundary wrapped by `datasets`; the wrapped one counts."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    _deep(tmp_path).rename(raw / "test.json")
+    argv = ["--data-dir", raw, "--cache-dir", tmp_path / "cache", tmp_path / "out"]
+    code, err = run_command(capsys, route, "export", "generation.hub.export", argv)
+    lines = [x for x in err.splitlines() if "error:" in x]  # after the progress bars
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("ambigdocs export: error: ") and "nested too deeply" in lines[0]
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_push_metric_with_a_broken_card_names_the_card(capsys, tmp_path, route):
+    import shutil
+
+    folder = tmp_path / "metric"
+    shutil.copytree(ROOT / "metric" / "ambigdocs_metric", folder)
+    card = folder / "README.md"
+    card.write_text(card.read_text(encoding="utf-8").replace("---\n", "---\ntitle: [x\n", 1))
+    argv = ["--repo-id", "me/ambig_metric", "--metric-dir", folder, "--dry-run"]
+    code, err = run_command(capsys, route, "push-metric", "generation.hub.push_metric", argv)
+    one_line(code, err, f"ambigdocs push-metric: error: {card}: front matter line ", "YAML")
