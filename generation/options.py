@@ -190,7 +190,7 @@ def read_yaml_mapping(path: str, where: str) -> dict:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
         reason = err.strerror if isinstance(err, OSError) and err.strerror else one_line(err)
-        raise ValueError(f"{where}: cannot be read ({reason})") from None
+        raise ValueError(f"{where}: {reason}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{where}: expected a YAML mapping of option names to values")
     return data

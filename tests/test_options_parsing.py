@@ -180,8 +180,8 @@ def test_a_list_flag_replaces_the_files_list(tmp_path):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("seed: [1\n", "cannot be read"),
-        ("model: m\n\tseed: 1\n", "cannot be read"),  # a tab YAML refuses
+        ("seed: [1\n", "line 2, column 1: not valid YAML"),
+        ("model: m\n\tseed: 1\n", "line 2, column 1: not valid YAML (found character"),  # a tab
         ("- a\n- b\n", "expected a YAML mapping"),
         ("sead: 1\n", "unknown option(s) ['sead']"),
         ("seed: one\n", "option 'seed': 'one' is not a int"),

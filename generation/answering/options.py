@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from generation.documents import DEFAULT_NUM_DOCS
-from generation.options import parse_argv
+from generation.options import check_at_least, parse_argv
 
 Backend = Literal["hf", "vllm", "openai"]
 Setting = Literal["gold-only", "gold-retrieved", "retrieved-only"]
@@ -56,10 +56,7 @@ class DataArguments:
                 "give exactly one of --data-dir, --config, --dataset"
                 + (f" (got {', '.join(given)})" if given else "")
             )
-        if self.limit is not None and self.limit < 1:
-            raise ValueError(
-                f"--limit must be >= 1 (it keeps the first N examples), got {self.limit}"
-            )
+        check_at_least(self, 1, "limit")
 
 
 @dataclass
@@ -149,13 +146,7 @@ class AnswerArguments(DataArguments):
             if not getattr(self, name):
                 raise ValueError(f"--{name} is required")
         self.check_source()
-        for name, low in (("batch_size", 1), ("num_docs", 1), ("max_new_tokens", 1)):
-            if getattr(self, name) < low:
-                raise ValueError(
-                    f"--{name.replace('_', '-')} must be >= {low}, got {getattr(self, name)}"
-                )
-        if self.max_concurrency is not None and self.max_concurrency < 1:
-            raise ValueError(f"--max-concurrency must be >= 1, got {self.max_concurrency}")
+        check_at_least(self, 1, "batch_size", "num_docs", "max_new_tokens", "max_concurrency")
         check_output_path(self.output, "--output")
         if self.evaluate:
             import shlex
