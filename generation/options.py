@@ -155,7 +155,7 @@ def parse_argv(
             unreadable `--args-file`.
     """
     parser = build_parser(prog, description, option_types)
-    given, unknown = parser.parse_known_args(_normalise(parser, argv))
+    given, unknown = parser.parse_known_intermixed_args(_normalise(parser, argv))
     if unknown:
         raise UsageError(_unknown_message(parser, unknown))
     values, where = vars(given), ""

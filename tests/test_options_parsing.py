@@ -317,3 +317,21 @@ def test_stage_options_from_a_config_and_from_flags_agree(tmp_path):
     from_flags = parse_argv("s", "", seed.OPTIONS, argv + ["--num_proc", "2", "--progress"])
     assert from_config == from_flags
     assert json.loads(json.dumps(dataclasses.asdict(from_flags[0])))["num_proc"] == 2
+
+
+@dataclasses.dataclass
+class Files:
+    results: list[str] = option(help="results files", positional=True)
+    output_dir: str = option("out", help="where")
+
+
+def test_positional_files_may_sit_on_either_side_of_the_flags():
+    expected = (Files(results=["a.json", "b.json"], output_dir="x"),)
+    for argv in (
+        ["a.json", "b.json", "--output-dir", "x"],
+        ["a.json", "--output-dir", "x", "b.json"],
+        ["--output-dir", "x", "a.json", "b.json"],
+    ):
+        assert parse_argv("e", "", [Files], argv) == expected
+    with pytest.raises(UsageError, match="the following arguments are required: results"):
+        parse_argv("e", "", [Files], ["--output-dir", "x"])
