@@ -330,3 +330,23 @@ def test_push_metric_with_a_broken_card_names_the_card(capsys, tmp_path, route):
     argv = ["--repo-id", "me/ambig_metric", "--metric-dir", folder, "--dry-run"]
     code, err = run_command(capsys, route, "push-metric", "generation.hub.push_metric", argv)
     one_line(code, err, f"ambigdocs push-metric: error: {card}: front matter line ", "YAML")
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_an_output_in_a_folder_no_one_may_write_is_one_line(capsys, tmp_path, route):
+    """/sys refuses new files even to root, which a chmod'ed folder does not."""
+    if not Path("/sys").is_dir() or os.access("/sys", os.W_OK) and _sys_takes_files():
+        pytest.skip("no folder here that refuses new files to this user")
+    dump = ROOT / "tests" / "data" / "wiki" / "enwiki-mini.xml"
+    argv = ["--dump", dump, "--output", "/sys/ambigdocs-map.json", "--no-progress"]
+    code, err = run_stage(capsys, route, "gather", argv)
+    one_line(code, err, "ambigdocs build gather: error: /sys/", "Permission denied")
+
+
+def _sys_takes_files() -> bool:
+    try:
+        Path("/sys/.ambigdocs-probe").touch()
+    except OSError:
+        return False
+    Path("/sys/.ambigdocs-probe").unlink()
+    return True
