@@ -3,12 +3,13 @@
 A command declares its options as dataclasses whose fields carry `help` metadata and runs
 through `run_command`. The parser is built from the fields (plain argparse, so no command pays
 for transformers to read its flags): `Literal` types give the choices, a field without a default
-is a required option, a `bool` is `--flag/--no-flag` (also `--flag true`), a list takes several
-values (or, with `repeat=True`, one value per repeated flag), and `--num-proc` and `--num_proc`
-are the same flag. Metadata may add `aliases`, a `metavar` and `positional=True`. The same dataclasses are filled from a mapping (a stage's
-section of the `ambigdocs build all` YAML config) and checked in one place, so a bad value gets
-the same one-line error from either route. A command with an `args_file` option reads a YAML
-file of its options first; every flag given on the command line wins over the file.
+(or with `required=True` metadata) is shown as required, a `bool` is `--flag/--no-flag` (also
+`--flag true`), a list takes several values (with `repeat=True`, one value per repeated flag),
+and `--num-proc` and `--num_proc` are the same flag. Metadata may add `aliases`, a `metavar`
+and `positional=True`. The same dataclasses are filled from a mapping (a stage's section of the
+`ambigdocs build all` YAML config) and checked in one place, so a bad value gets the same
+one-line error from either route. A command with an `args_file` option reads a YAML file of its
+options first; every flag given on the command line wins over the file.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hint: Any)
         note = ""
     else:
         note = f" (default: {default})"
-    kwargs: dict[str, Any] = {"help": meta.get("help", "") + note}
+    # argparse formats help texts with `%`: a literal one (`50% of`) must be doubled.
+    kwargs: dict[str, Any] = {"help": (meta.get("help", "") + note).replace("%", "%%")}
     if base is bool:
         kwargs["action"] = argparse.BooleanOptionalAction
     else:

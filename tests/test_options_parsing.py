@@ -218,6 +218,14 @@ def test_help_shows_booleans_as_flag_pairs_and_required_options():
     assert "how (default: fast)" in text
 
 
+def test_a_literal_percent_in_a_help_text_prints():
+    @dataclasses.dataclass
+    class Share:
+        share: float = option(0.5, help="50% of the rows (a %s stays literal)")
+
+    assert "50% of the rows (a %s stays literal) (default: 0.5)" in _help("s", [Share])
+
+
 def test_retrieve_help_names_each_progress_flag_once(capsys):
     code, out, _ = run_cli(capsys, ["retrieve", "--help"])
     assert code == 0
