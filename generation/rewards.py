@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from metric.ambigdocs_metric.scoring import ExampleScores, score_examples
+from metric.ambigdocs_metric.scoring import ExampleScores, score_parsed, validate_inputs
 
 # The columns every reward needs (k_precision also needs `docs`).
 REQUIRED_COLUMNS = ("question", "ambiguous_entity", "documents")
@@ -36,6 +36,12 @@ CATEGORY_VALUES = {
     "ambiguous": -0.25,
     "merged": -0.5,
 }
+
+# The batch scored last, without and with the shown documents (`docs`, K-Precision's only
+# input): trl calls every reward on the same batch, so the later rewards reuse the scores. The
+# key holds copies (the texts, the parsed rows, the shown documents), so lists changed in place
+# can never give stale scores; comparing it costs a small fraction of scoring.
+_last: dict[bool, tuple] = {}
 
 # The `length` penalty's budget: words per scored gold document (an entity's name, its answer,
 # 8.5 words on average in the release, and a few words to join them).
@@ -82,7 +88,7 @@ def score_completions(
     Args:
         completions: strings, or lists of chat messages.
         question, ambiguous_entity, documents: the rows' columns (one value per completion).
-        docs: the documents shown (for K-Precision), or None.
+        docs: the documents shown, or None; only K-Precision reads them.
         qid: the rows' ids, named in errors.
         **_ignored: trl's other arguments (`prompts`, `completion_ids`, `trainer_state`, ...).
 
@@ -110,27 +116,39 @@ def score_completions(
         {"question": q, "ambiguous_entity": e, "documents": d, "qid": i}
         for q, e, d, i in zip(question, ambiguous_entity, documents, ids, strict=True)
     ]
-    return score_examples(texts, rows, docs)
+    parsed = validate_inputs(texts, rows, docs)
+    shown = None if docs is None else [None if d is None else [dict(x) for x in d] for d in docs]
+    key = (texts, parsed, shown)
+    hit = _last.get(docs is not None)
+    if hit is None or hit[0] != key:
+        hit = _last[docs is not None] = (key, score_parsed(texts, parsed, docs))
+    return hit[1]
+
+
+def _lexical(completions: Sequence, columns: dict) -> list[ExampleScores]:
+    """The scores without K-Precision: the shown documents are left out (nothing else reads
+    them with the authors' first five gold documents), which halves the cost."""
+    return score_completions(completions, **{**columns, "docs": None})
 
 
 def answer_recall(completions: Sequence, **columns) -> list[float]:
     """Answer recall: the mean token recall of the scored gold answers."""
-    return [s.answer_recall for s in score_completions(completions, **columns)]
+    return [s.answer_recall for s in _lexical(completions, columns)]
 
 
 def entity_recall(completions: Sequence, **columns) -> list[float]:
     """Entity recall: the mean token recall of the scored entities' names."""
-    return [s.entity_recall for s in score_completions(completions, **columns)]
+    return [s.entity_recall for s in _lexical(completions, columns)]
 
 
 def entity_answer_recall(completions: Sequence, **columns) -> list[float]:
     """Entity-answer recall: per document, answer recall times entity recall, averaged."""
-    return [s.entity_answer_recall for s in score_completions(completions, **columns)]
+    return [s.entity_answer_recall for s in _lexical(completions, columns)]
 
 
 def category(completions: Sequence, **columns) -> list[float]:
     """The answer category's value in `CATEGORY_VALUES` (complete 1.0 ... merged -0.5)."""
-    return [CATEGORY_VALUES[s.category] for s in score_completions(completions, **columns)]
+    return [CATEGORY_VALUES[s.category] for s in _lexical(completions, columns)]
 
 
 def k_precision(completions: Sequence, **columns) -> list[float]:
@@ -156,7 +174,7 @@ def length(completions: Sequence, **columns) -> list[float]:
     The words are the scorer's `answer_length` (whitespace-separated, as in Table 2).
     """
     out = []
-    for s in score_completions(completions, **columns):
+    for s in _lexical(completions, columns):
         budget = WORDS_PER_DOCUMENT * s.n_scored
         out.append(-min(1.0, max(0, s.answer_length - budget) / budget))
     return out

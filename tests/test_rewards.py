@@ -212,3 +212,30 @@ def test_trl_grpo_trains_on_a_dry_run_dataset_with_the_rewards(tmp_path, tiny_ch
             assert found, (name, line)
             low = -0.5 if name == "category" else 0.0
             assert low <= float(found.group(1)) <= 1.0
+
+
+def test_the_batch_cache_never_returns_stale_scores(scored):
+    """trl calls every reward on the same batch; the later calls reuse the scores, but lists
+    changed in place (an answer, a shown document) are scored again."""
+    from metric.ambigdocs_metric.scoring import score_examples
+
+    inputs, answers, _, _ = scored
+    inputs = [json.loads(json.dumps(row)) for row in inputs[10:16]]  # the first row's answers
+    columns = _trl_columns(inputs)
+    completions = list(answers[10:16])
+
+    def fresh(name):
+        refs = [{k: row[k] for k in ("question", "ambiguous_entity", "documents")} for row in inputs]
+        ctx = [row["docs"] for row in inputs]
+        return [getattr(s, name) for s in score_examples(completions, refs, ctx)]
+
+    before = rewards.entity_answer_recall(completions=completions, **columns)
+    assert before == fresh("entity_answer_recall") and before[0] == 1.0
+    columns["documents"][0][0]["answer"] = "Nowhere Land"  # the same list objects, changed
+    after = rewards.entity_answer_recall(completions=completions, **columns)
+    assert after == fresh("entity_answer_recall") and after[0] < before[0]
+    kp = rewards.k_precision(completions=completions, **columns)
+    columns["docs"][0][0]["text"] = "nothing of the answer"
+    assert rewards.k_precision(completions=completions, **columns) == fresh("k_precision") != kp
+    completions[0] = ""
+    assert rewards.entity_answer_recall(completions=completions, **columns)[0] == 0.0
