@@ -53,7 +53,7 @@ def _where(index: int, ids: Sequence) -> str:
     return f"example {index}" + (f" (qid {qid})" if qid is not None else "")
 
 
-def completion_text(completion, index: int = 0) -> str:
+def completion_text(completion, index: int = 0, ids: Sequence = ()) -> str:
     """The answer in one completion: the string, or the content of the last assistant message.
 
     Raises:
@@ -69,7 +69,7 @@ def completion_text(completion, index: int = 0) -> str:
                     return message["content"]
                 break
     raise ValueError(
-        f"example {index}: field 'completion' must be a string or a list of chat messages "
+        f"{_where(index, ids)}: field 'completion' must be a string or a list of chat messages "
         f"ending in an assistant message with text content, got {completion!r:.100}"
     )
 
@@ -111,7 +111,7 @@ def score_completions(
             raise ValueError(
                 f"field {name!r} has {len(values)} values for {len(completions)} completions"
             )
-    texts = [completion_text(c, i) for i, c in enumerate(completions)]
+    texts = [completion_text(c, i, ids) for i, c in enumerate(completions)]
     rows = [
         {"question": q, "ambiguous_entity": e, "documents": d, "qid": i}
         for q, e, d, i in zip(question, ambiguous_entity, documents, ids, strict=True)

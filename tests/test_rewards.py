@@ -117,7 +117,9 @@ def test_rewards_equal_the_per_example_scores_of_evaluate(scored, chat):
     # The length penalty: 15 words per scored document (at most five) free, then minus the
     # excess over that budget, down to -1.
     budgets = [15 * min(5, len(row["documents"])) for row in inputs]
-    expected = [-min(1.0, max(0, r["answer_length"] - b) / b) for r, b in zip(records, budgets)]
+    expected = [
+        -min(1.0, max(0, r["answer_length"] - b) / b) for r, b in zip(records, budgets, strict=True)
+    ]
     assert rewards.length(completions=completions, **columns) == expected
     assert min(expected) == -1.0 and max(expected) == 0.0 and -1 < sorted(set(expected))[1] < 0
 
@@ -147,7 +149,7 @@ def test_missing_columns_and_bad_rows_name_the_example_and_field(scored):
     holes = {**columns, "documents": [columns["documents"][0], None, columns["documents"][2]]}
     with pytest.raises(ValueError, match=r"^example 1 \(qid 0\): field 'documents'"):
         rewards.category(completions=completions, **holes)
-    with pytest.raises(ValueError, match=r"^example 2: field 'completion'"):
+    with pytest.raises(ValueError, match=r"^example 2 \(qid 0\): field 'completion'"):
         rewards.answer_recall(completions=["a", "b", [{"role": "user", "content": "c"}]], **columns)
     with pytest.raises(ValueError, match="field 'question' has 2 values for 3 completions"):
         rewards.answer_recall(completions=completions, **{**columns, "question": ["q", "q"]})
@@ -225,7 +227,9 @@ def test_the_batch_cache_never_returns_stale_scores(scored):
     completions = list(answers[10:16])
 
     def fresh(name):
-        refs = [{k: row[k] for k in ("question", "ambiguous_entity", "documents")} for row in inputs]
+        refs = [
+            {k: row[k] for k in ("question", "ambiguous_entity", "documents")} for row in inputs
+        ]
         ctx = [row["docs"] for row in inputs]
         return [getattr(s, name) for s in score_examples(completions, refs, ctx)]
 
@@ -239,3 +243,67 @@ def test_the_batch_cache_never_returns_stale_scores(scored):
     assert rewards.k_precision(completions=completions, **columns) == fresh("k_precision") != kp
     completions[0] = ""
     assert rewards.entity_answer_recall(completions=completions, **columns)[0] == 0.0
+
+
+def _docs_block(marker: str) -> str:
+    """The Python code block of docs/training.md that holds `marker`."""
+    text = (Path(__file__).resolve().parents[1] / "docs/training.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    (block,) = [b for b in blocks if marker in b]
+    return block
+
+
+@pytest.mark.slow
+def test_grpo_trainer_recipe_with_lora_weights_and_the_metric_callback(
+    tmp_path, tiny_chat_llama_dir
+):
+    """docs/training.md's Python recipe at toy size: three weighted rewards, a LoRA adapter,
+    and the docs' own evaluation callback scoring dev answers with the metric (a tiny QA
+    model: Disambig-F1 included)."""
+    from datasets import load_dataset
+    from peft import LoraConfig, PeftModel
+    from qa_models import save_qa_model
+    from trl import GRPOConfig, GRPOTrainer
+
+    namespace: dict = {}
+    exec(_docs_block("class AmbigDocsEval"), namespace)  # the documented callback, as written
+    _dry_run(tmp_path / "ds", model=str(tiny_chat_llama_dir))
+    data = load_dataset(str(tmp_path / "ds"))
+    callback = namespace["AmbigDocsEval"](
+        data["train"].select(range(2)), every=1, max_new_tokens=8,
+        qa_model=str(save_qa_model(tmp_path / "qa")),
+    )  # fmt: skip
+    trainer = GRPOTrainer(
+        model=str(tiny_chat_llama_dir),
+        reward_funcs=[rewards.entity_answer_recall, rewards.category, rewards.length],
+        args=GRPOConfig(
+            output_dir=str(tmp_path / "out"),
+            reward_weights=[1.0, 0.5, 0.5],
+            max_steps=2,
+            num_generations=2,
+            per_device_train_batch_size=2,
+            max_completion_length=8,
+            logging_steps=1,
+            report_to="none",
+            save_strategy="no",
+            use_cpu=True,
+            bf16=False,
+            disable_tqdm=True,
+            seed=0,
+        ),  # fmt: skip
+        train_dataset=data["train"],
+        peft_config=LoraConfig(
+            r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"
+        ),
+    )
+    trainer.add_callback(callback)
+    trainer.train()
+    assert isinstance(trainer.model, PeftModel)
+    logged = [h for h in trainer.state.log_history if "reward" in h]
+    assert len(logged) == 2
+    for name in ("entity_answer_recall", "category", "length"):
+        assert all(f"rewards/{name}/mean" in h for h in logged), name
+    assert [h["step"] for h in callback.history] == [1, 2]
+    for scores in callback.history:
+        assert 0.0 <= scores["disambig_f1"] <= 1.0 and "k_precision" in scores
+        assert sum(scores[c] for c in rewards.CATEGORY_VALUES) == pytest.approx(1.0)
