@@ -7,9 +7,11 @@ The rows of `ambigdocs answer --dry-run` carry the columns these rewards read: `
 A completion is a string, or (conversational prompts) a list of messages whose last assistant
 message holds the answer.
 
-Every value is the one `ambigdocs evaluate` writes in per_example.jsonl for the same answer: the
-rewards call the scorer's batched path (`scoring.score_examples`, every string of the batch
-tokenised in one go) with the authors' choice of scored documents (the first five gold ones).
+The recalls and K-Precision are the values `ambigdocs evaluate` writes in per_example.jsonl for
+the same answer, `category` the value of the category it writes (`CATEGORY_VALUES`), `length` a
+penalty on its `answer_length`. They call the scorer's batched path (`scoring.validate_inputs`
+and `score_parsed`: every string of the batch tokenised in one go) with the authors' choice of
+scored documents (the first five gold ones), once per batch: the later rewards reuse the scores.
 Usable as dotted paths: `trl grpo --reward_funcs generation.rewards.entity_answer_recall`.
 docs/training.md has the recipe and the reward hacks these terms counter.
 """
@@ -18,7 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from metric.ambigdocs_metric.scoring import ExampleScores, score_parsed, validate_inputs
+from metric.ambigdocs_metric.scoring import (
+    ExampleScores,
+    gc_paused,
+    score_parsed,
+    validate_inputs,
+)
 
 # The columns every reward needs (k_precision also needs `docs`).
 REQUIRED_COLUMNS = ("question", "ambiguous_entity", "documents")
@@ -116,12 +123,13 @@ def score_completions(
         {"question": q, "ambiguous_entity": e, "documents": d, "qid": i}
         for q, e, d, i in zip(question, ambiguous_entity, documents, ids, strict=True)
     ]
-    parsed = validate_inputs(texts, rows, docs)
-    shown = None if docs is None else [None if d is None else [dict(x) for x in d] for d in docs]
-    key = (texts, parsed, shown)
-    hit = _last.get(docs is not None)
-    if hit is None or hit[0] != key:
-        hit = _last[docs is not None] = (key, score_parsed(texts, parsed, docs))
+    with gc_paused():  # many small objects and no cycles (see scoring.gc_paused)
+        parsed = validate_inputs(texts, rows, docs)
+        shown = None if docs is None else [None if d is None else list(map(dict, d)) for d in docs]
+        key = (texts, parsed, shown)
+        hit = _last.get(docs is not None)
+        if hit is None or hit[0] != key:
+            hit = _last[docs is not None] = (key, score_parsed(texts, parsed, docs))
     return hit[1]
 
 
