@@ -82,7 +82,9 @@ def _evaluate(rows: list[dict], answers: list[str], out: Path) -> list[dict]:
            str(out / "scores"), "--no-df1", "--allow-duplicate-qids", "--bootstrap", "0"]  # fmt: skip
     done = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    return [json.loads(line) for line in (out / "scores/per_example.jsonl").read_text().split()]
+    return [
+        json.loads(line) for line in (out / "scores/per_example.jsonl").read_text().splitlines()
+    ]
 
 
 @pytest.fixture(scope="module")
