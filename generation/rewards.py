@@ -184,5 +184,5 @@ def length(completions: Sequence, **columns) -> list[float]:
     out = []
     for s in _lexical(completions, columns):
         budget = WORDS_PER_DOCUMENT * s.n_scored
-        out.append(-min(1.0, max(0, s.answer_length - budget) / budget))
+        out.append(max(-1.0, min(0.0, (budget - s.answer_length) / budget)))
     return out

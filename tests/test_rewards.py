@@ -309,3 +309,22 @@ def test_grpo_trainer_recipe_with_lora_weights_and_the_metric_callback(
     for scores in callback.history:
         assert 0.0 <= scores["disambig_f1"] <= 1.0 and "k_precision" in scores
         assert sum(scores[c] for c in rewards.CATEGORY_VALUES) == pytest.approx(1.0)
+
+
+def test_the_reward_hacks_docs_training_md_describes(sample_dir):
+    """Figure 1's question: the shortcuts and how each term scores them (by hand from the
+    definitions: tokens anywhere in the answer, the categories' rules)."""
+    row = json.loads((sample_dir / "test.json").read_text())[0]
+    names = "Charles Bernard Day, Edward William Day, William Louis Day"
+    hacks = [
+        names,  # every entity's name: entity recall 1, no answer
+        "Judge Day was born in Alabama, Rhode Island, and Ohio.",  # answers under the name
+        names + "; Ohio, Alabama, Rhode Island",  # an unpaired bag: the scorer sees complete
+        " ".join([names + " Alabama Rhode Island Ohio"] * 3),  # 39 words, budget 45: no penalty
+        " ".join([names + " Alabama Rhode Island Ohio"] * 6),  # 78 words: -(78 - 45) / 45
+    ]
+    columns = {k: [row[k]] * len(hacks) for k in ("question", "ambiguous_entity", "documents")}
+    assert rewards.entity_recall(completions=hacks, **columns) == [1.0, 0.0, 1.0, 1.0, 1.0]
+    assert rewards.entity_answer_recall(completions=hacks, **columns) == [0.0, 0.0, 1.0, 1.0, 1.0]
+    assert rewards.category(completions=hacks, **columns) == [0.0, -0.5, 1.0, 1.0, 1.0]
+    assert rewards.length(completions=hacks, **columns) == [0.0, 0.0, 0.0, 0.0, -33 / 45]
