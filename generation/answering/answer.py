@@ -66,6 +66,7 @@ from generation.backends.base import (
     strip_url_credentials,
 )
 from generation.documents import select_documents
+from generation.io.outputs import output_lock, refuse_symlink
 from generation.io.records import ResumableJsonl
 from generation.io.resume import check_settings, file_fingerprint, records_digest
 from generation.options import one_line
@@ -491,13 +492,28 @@ def write_dry_run(args: AnswerArguments, plan: Plan) -> int:
 
 
 def run(args: AnswerArguments) -> int:
-    """Answers the split (prepare -> resume -> generate -> merge -> report); the exit status."""
-    from generation.backends.base import load_backend
+    """Answers the split (prepare -> resume -> generate -> merge -> report); the exit status.
 
+    Raises:
+        OutputBusy: another run is writing this output.
+    """
+    output = Path(args.output)
+    refuse_symlink(output, f"--output {output}")  # never appended to through a link
     if args.dry_run:
-        return write_dry_run(args, prepare(args))
+        with output_lock(output, f"--output {output}"):
+            return write_dry_run(args, prepare(args))
     state = _state()
     check_process_layout(args.backend, state.num_processes)
+    # One run per output: each process locks the file it appends to, so that every process of
+    # a second run is refused (none waits for a partner that gave up).
+    mine = output if state.is_main_process else part_path(output, state.process_index)
+    with output_lock(mine, f"--output {output}"):
+        return _answer(args, state)
+
+
+def _answer(args: AnswerArguments, state) -> int:
+    from generation.backends.base import load_backend
+
     plan = prepare(args)  # bad input fails here, before --overwrite deletes anything
     if args.overwrite and state.is_main_process:
         discard_output(Path(args.output))

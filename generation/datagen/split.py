@@ -251,18 +251,18 @@ def _check_not_empty(
 
 
 # What a split folder holds; anything else in --output-dir is the user's and is never replaced.
-def _split_files() -> set[str]:
-    return {_file_name(s) for s in SPLITS} | {stats_path("split").name}
+def _split_file(path: Path) -> bool:
+    return path.name in {_file_name(s) for s in SPLITS} | {stats_path("split").name}
 
 
 def _check_output_folder(out: Path) -> None:
-    check_replaceable(out, _split_files().__contains__, f"--output-dir {out}", "a split's")
+    check_replaceable(out, _split_file, f"--output-dir {out}", "a split's")
 
 
 def _write_folder(out: Path, splits: Mapping[str, list[dict]], stats: Mapping) -> None:
     """Writes the whole split folder: readers see the old set or the new one, never a mix."""
     with replace_folder(
-        out, _split_files().__contains__, f"--output-dir {out}", "a split's"
+        out, _split_file, f"--output-dir {out}", "a split's"
     ) as new:
         for split, rows in splits.items():
             atomic_write_json(new / _file_name(split), rows, indent=None)

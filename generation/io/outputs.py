@@ -231,12 +231,41 @@ def output_lock(path: str | os.PathLike, what: str | None = None) -> Iterator[No
         os.close(fd)
 
 
+# Locks a process holds beyond one block (`hold_lock`), by resolved output path.
+_HELD: dict[Path, contextlib.ExitStack] = {}
+
+
+def hold_lock(path: str | os.PathLike, what: str | None = None) -> None:
+    """Takes the lock of output `path` (see `output_lock`) until `release_lock` or process exit.
+
+    For commands whose check of the output and final write sit in different functions (the
+    build stages: `stage_io.check_output` ... `write_stage`). Taking a lock this process already
+    holds is a no-op, so a run that failed in between does not lock its own process out.
+
+    Raises:
+        OutputBusy: another process holds the lock.
+    """
+    key = Path(path).absolute()
+    if key in _HELD:
+        return
+    stack = contextlib.ExitStack()
+    stack.enter_context(output_lock(path, what))
+    _HELD[key] = stack
+
+
+def release_lock(path: str | os.PathLike) -> None:
+    """Releases a lock taken with `hold_lock` (nothing if this process does not hold it)."""
+    stack = _HELD.pop(Path(path).absolute(), None)
+    if stack is not None:
+        stack.close()
+
+
 # --- whole-folder replacement ----------------------------------------------------------------------
 
 
 def check_replaceable(
     target: str | os.PathLike,
-    owned: Callable[[str], bool] | None = None,
+    owned: Callable[[Path], bool] | None = None,
     what: str | None = None,
     whose: str = "this command's",
 ) -> None:
@@ -244,9 +273,9 @@ def check_replaceable(
 
     Args:
         target: the output folder.
-        owned: whether an entry name in an existing folder is one the command writes; a folder
-            holding anything else is the user's and is never replaced. None: only an empty
-            folder may be replaced.
+        owned: whether an entry of an existing folder (a path in it) is one the command
+            writes; a folder holding anything else is the user's and is never replaced. None:
+            only an empty folder may be replaced.
         what: how messages name the folder (`--output-dir out`); the path by default.
         whose: whose files `owned` accepts, as the message says it ("a split's").
 
@@ -263,7 +292,7 @@ def check_replaceable(
     if blocker is not None:
         raise ValueError(f"{what}: {blocker} is a file, not a folder")
     if target.is_dir():
-        other = sorted(p.name for p in target.iterdir() if not (owned and owned(p.name)))
+        other = sorted(p.name for p in target.iterdir() if not (owned and owned(p)))
         if other:
             raise ValueError(
                 f"{what} holds other files than {whose} ({', '.join(other[:5])}); choose an "
@@ -274,7 +303,7 @@ def check_replaceable(
 @contextlib.contextmanager
 def replace_folder(
     target: str | os.PathLike,
-    owned: Callable[[str], bool] | None = None,
+    owned: Callable[[Path], bool] | None = None,
     what: str | None = None,
     whose: str = "this command's",
     mode: int | None = None,
