@@ -261,9 +261,7 @@ def _check_output_folder(out: Path) -> None:
 
 def _write_folder(out: Path, splits: Mapping[str, list[dict]], stats: Mapping) -> None:
     """Writes the whole split folder: readers see the old set or the new one, never a mix."""
-    with replace_folder(
-        out, _split_file, f"--output-dir {out}", "a split's"
-    ) as new:
+    with replace_folder(out, _split_file, f"--output-dir {out}", "a split's") as new:
         for split, rows in splits.items():
             atomic_write_json(new / _file_name(split), rows, indent=None)
         atomic_write_json(stats_path(new / "split"), dict(stats))

@@ -15,7 +15,6 @@ from generation.report.provenance import answer_run_settings, build_provenance
 from generation.report.slices import compute_slices
 from generation.report.tables import write_tables
 
-
 # Every file `ambigdocs evaluate` writes into --output-dir (and, per results file when there are
 # several, into its subfolder). A folder holding anything else is the user's: never replaced.
 EVALUATE_FILES = frozenset(
