@@ -324,7 +324,8 @@ def replace_folder(
 
     Raises:
         ValueError: see `check_replaceable`.
-        OSError: the swap failed; names `target`, never the staging folder.
+        OSError: the block's or the swap's, naming the file under `target`, never the staging
+            folder.
     """
     from generation.io.records import current_umask
 
@@ -337,7 +338,14 @@ def replace_folder(
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     old = staging.with_name(staging.name + "-old")
     try:
-        yield staging
+        try:
+            yield staging
+        except OSError as err:  # name the file as it would have been, not the staging copy
+            inside = err.filename and Path(err.filename).is_relative_to(staging)
+            if not inside:
+                raise
+            real = target / Path(err.filename).relative_to(staging)
+            raise OSError(err.errno, err.strerror or str(err), str(real)) from None
         # mkdtemp makes a 0700 folder: give it the mode a plain mkdir would have.
         staging.chmod(0o777 & ~current_umask() if mode is None else mode)
         with real_name_errors(target):
