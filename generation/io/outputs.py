@@ -201,8 +201,10 @@ def output_lock(path: str | os.PathLike, what: str | None = None) -> Iterator[No
         OutputBusy: another live process holds the lock; one line naming the output and pid.
         OSError: the lock file cannot be made (e.g. a read-only folder), naming it.
     """
+    from generation.io.records import make_parent
+
     lock = lock_path(path)
-    lock.parent.mkdir(parents=True, exist_ok=True)
+    make_parent(lock)  # a file where a folder should be: named
     while True:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:

@@ -315,10 +315,10 @@ def parse_documents(
     need: Sequence[str] = ("title", "answer"),
     field: str = "documents",
     dict_of_lists: bool = True,
+    pid_text: bool = False,
 ) -> list[dict]:
     """The documents of a row, checked: a non-empty list of objects whose `need` fields are
-    strings. A `pid` given as an integer becomes its decimal text (DPR ids are ints in the passage
-    file, strings in the schema).
+    strings.
 
     Args:
         documents: the field's value.
@@ -326,6 +326,8 @@ def parse_documents(
         need: the fields each document must hold as a string.
         field: the field's name (`documents`, `docs`).
         dict_of_lists: also take the older dict of lists (`datasets` sequence features).
+        pid_text: a `pid` given as an integer becomes its decimal text (DPR ids are ints in the
+            passage file, strings in the release's schema).
 
     Returns:
         The documents as new dicts (the row is not changed).
@@ -355,9 +357,8 @@ def parse_documents(
         if not (isinstance(doc, dict) or isinstance(doc, Mapping)):
             raise _field_error(where, f"{field}[{j}]", f"must be an object, {_got(doc)}")
         doc = dict(doc)
-        pid = doc.get("pid")
-        if isinstance(pid, int) and not isinstance(pid, bool):
-            doc["pid"] = str(pid)
+        if pid_text and isinstance(doc.get("pid"), int) and not isinstance(doc["pid"], bool):
+            doc["pid"] = str(doc["pid"])
         for key in need:
             if key not in doc:
                 raise _field_error(where, f"{field}[{j}].{key}", "is missing")
@@ -403,7 +404,9 @@ def parse_row(
         "question": parse_string(row.get("question"), at, "question"),
     }
     need = DOCUMENT_FIELDS if release else ("title", "answer")
-    docs = parse_documents(row.get("documents"), at, need, dict_of_lists=not release)
+    docs = parse_documents(
+        row.get("documents"), at, need, dict_of_lists=not release, pid_text=release
+    )
     out["documents"] = [{k: d[k] for k in DOCUMENT_FIELDS} for d in docs] if release else docs
     if keep_extra:
         out.update((k, v) for k, v in row.items() if k not in out)
