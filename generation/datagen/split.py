@@ -44,12 +44,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ambigdocs import DOCUMENT_FEATURES, RAW_FILE_NAMES
+from ambigdocs import RAW_FILE_NAMES
 from generation.datagen.stage_io import format_stats, read_stage, stats_path
 from generation.io.outputs import check_replaceable, output_lock, replace_folder
 from generation.io.records import atomic_write_json
 from generation.options import option, run_command
 from generation.prompts import strip_disambiguation
+from metric.ambigdocs_metric.scoring import parse_row, parse_string
 
 SPLITS = ("train", "validation", "test")
 DEFAULT_FRACTIONS = (0.6, 0.1, 0.3)
@@ -72,34 +73,15 @@ def to_release_row(row: Mapping, qid: int, where: str) -> dict:
         ValueError: a field is missing or of the wrong type; names the row and the field.
     """
 
-    def fail(field: str, why: str) -> ValueError:
-        return ValueError(f"{where}: field {field!r} {why}")
-
     for field in ("surface_name", "question"):
-        if not isinstance(row.get(field), str) or not row[field].strip():
-            raise fail(field, "must be a non-empty string")
-    docs = row.get("documents")
-    if not isinstance(docs, list) or not docs:
-        raise fail("documents", "must be a non-empty list")
-    out_docs = []
-    for d, doc in enumerate(docs):
-        if not isinstance(doc, Mapping):
-            raise fail(f"documents[{d}]", "must be an object")
-        out = {}
-        for key in DOCUMENT_FEATURES:
-            value = doc.get(key)
-            if key == "pid" and isinstance(value, int) and not isinstance(value, bool):
-                value = str(value)
-            if not isinstance(value, str):
-                raise fail(f"documents[{d}].{key}", f"must be a string, got {value!r}")
-            out[key] = value
-        out_docs.append(out)
-    return {
+        parse_string(row.get(field), where, field, non_empty=True)
+    release = {
         "qid": qid,
         "ambiguous_entity": strip_disambiguation(row["surface_name"]),
         "question": row["question"],
-        "documents": out_docs,
+        "documents": row.get("documents"),
     }
+    return parse_row(release, where, release=True, keep_extra=False)
 
 
 class _UnionFind:

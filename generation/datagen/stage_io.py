@@ -14,6 +14,7 @@ from pathlib import Path
 
 from generation.io.outputs import hold_lock, refuse_symlink, release_lock
 from generation.io.records import _atomic_write, atomic_write_json, atomic_write_jsonl, read_records
+from metric.ambigdocs_metric.scoring import parse_string
 
 
 def _is_parquet(path: str | os.PathLike) -> bool:
@@ -121,10 +122,10 @@ def keyed_rows(rows: Sequence[Mapping], source: str) -> Iterator[tuple[Mapping, 
         raise ValueError(f"{source}: holds no rows")
     seen = set()
     for i, row in enumerate(rows):
-        sn = row.get("surface_name")
+        if not isinstance(row, Mapping):
+            raise ValueError(f"{source}: row {i}: a {type(row).__name__}, not an object")
+        sn = parse_string(row.get("surface_name"), f"{source}: row {i}", "surface_name", True)
         where = f"{source}: row {i} ({sn!r})"
-        if not isinstance(sn, str) or not sn:
-            raise ValueError(f"{source}: row {i}: field 'surface_name' must be a non-empty string")
         if sn in seen:
             raise ValueError(f"{where}: field 'surface_name' occurs twice")
         seen.add(sn)
