@@ -452,3 +452,97 @@ def test_a_full_disk_during_split_keeps_the_old_release_and_names_the_file(
     assert caught.value.filename == str(out / "train.json")
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["expanded.jsonl", "release"]
+
+
+# --- files safe to open ---------------------------------------------------------------------------
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised():
+    import csv
+    import io
+
+    from generation.report.tables import csv_cell, format_csv
+
+    for hostile in ("=1+1", "+1", "-2+3", "@SUM(A1)", "\t=1", "\r=1", "\uff1d1"):
+        assert csv_cell(hostile) == "'" + hostile
+    for plain in ("gpt-4", "a=b", "model 1", ""):
+        assert csv_cell(plain) == plain
+    columns = {'=HYPERLINK("http://x","y")': {"answer_recall": -0.5}}
+    header, row = list(csv.reader(io.StringIO(format_csv(columns))))[:2]
+    assert header[1] == "'" + '=HYPERLINK("http://x","y")'
+    assert row[1] == "-0.5"  # numbers are not text: written as they are
+
+
+def test_markdown_escapes_html_pipes_and_line_breaks():
+    from generation.report.tables import format_markdown, md_code, md_escape
+
+    assert md_escape("<img src=x onerror=alert(1)>|a\nb") == (
+        "&lt;img src=x onerror=alert(1)&gt;\\|a b"
+    )
+    head = format_markdown({"<b>x</b>|y": {"answer_recall": 0.5}}).splitlines()[0]
+    assert head == "| | &lt;b&gt;x&lt;/b&gt;\\|y |"
+    assert md_code("plain") == "`plain`"
+    assert md_code("a`b<i>") == "`` a`b<i> ``"  # the fence outgrows any backtick run inside
+
+
+def test_comparison_markdown_keeps_names_inside_code_spans():
+    from generation.report.compare import format_comparison_markdown
+
+    comparison = {
+        "baseline": "base",
+        "comparisons": [{"system": "x` <script>alert(1)</script> `", "baseline": "base",
+                         "n_shared": 1, "only_in_baseline": 0, "only_in_system": 0,
+                         "scores": {}, "transitions": {}}],
+    }  # fmt: skip
+    text = format_comparison_markdown(comparison)
+    assert "## `` x` <script>alert(1)</script> ` `` vs `base`" in text
+
+
+def test_plot_labels_show_dollars_and_tex_literally(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import cbook
+
+    from generation.report.evaluate import plot_categories
+    from generation.report.tables import escape_mathtext
+
+    for label in ("$x^2$", "a $ b", "$\\frac{1}{$", "cost $5 and $6"):
+        escaped = escape_mathtext(label)
+        assert not cbook.is_math_text(escaped)
+        assert escaped.replace("\\$", "$") == label  # what matplotlib shows for non-math text
+    columns = {
+        name: {"complete": 0.5, "partial": 0.5, "no_answer": 0.0, "ambiguous": 0.0, "merged": 0.0}
+        for name in ("$\\frac{1}{$", "$x^2$")
+    }
+    plot_categories(columns, tmp_path / "c.png")  # mathtext would fail to parse the first
+    assert (tmp_path / "c.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("route", ["cli", "module"])
+def test_evaluate_writes_hostile_names_safely(tmp_path, repo_root, capsys, route):
+    row = {
+        "qid": 1, "ambiguous_entity": "Day", "question": "Who is Day?", "gen_answer": "a judge",
+        "documents": [{"title": "Day (judge)", "text": "t", "pid": "1", "answer": "a judge"}],
+    }  # fmt: skip
+    files = []
+    for stem in ("=cmd", "<img src=x onerror=alert(1)>", "$x^2$"):
+        path = tmp_path / f"{stem}.jsonl"
+        path.write_text(json.dumps(row) + "\n")
+        files.append(str(path))
+    out = tmp_path / "out"
+    argv = ["evaluate", *files, "--output-dir", str(out), "--no-df1", "--bootstrap", "0", "--plot"]
+    if route == "cli":
+        capsys.readouterr()
+        status, err = ambigdocs_main(argv), capsys.readouterr().err
+    else:
+        env = {**os.environ, "PYTHONPATH": str(repo_root), "HF_HUB_OFFLINE": "1"}
+        done = subprocess.run([sys.executable, "-m", "generation.report.evaluate", *argv[1:]],
+                              capture_output=True, text=True, env=env)  # fmt: skip
+        status, err = done.returncode, done.stderr
+    assert status == 0, err
+    table_csv = (out / "table.csv").read_text().splitlines()[0]
+    assert table_csv.startswith("metric,'=cmd,")
+    table_md = (out / "table.md").read_text()
+    assert "<img" not in table_md and "&lt;img src=x onerror=alert(1)&gt;" in table_md
+    assert (out / "categories.png").stat().st_size > 0

@@ -274,6 +274,8 @@ def plot_categories(columns: dict[str, dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from generation.report.tables import escape_mathtext
+
     names = list(columns)
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 4.2))
     bottom = [0.0] * len(names)
@@ -281,8 +283,9 @@ def plot_categories(columns: dict[str, dict], path: Path) -> None:
         colour = CATEGORY_COLOURS[key]
         values = [100 * columns[n][key] for n in names]
         bars = ax.bar(
-            names, values, bottom=bottom, color=colour, label=CATEGORY_NAMES[key], width=0.6
-        )
+            [escape_mathtext(n) for n in names],  # a `$` in a name is shown, not mathtext
+            values, bottom=bottom, color=colour, label=CATEGORY_NAMES[key], width=0.6,
+        )  # fmt: skip
         for bar, v, b in zip(bars, values, bottom, strict=True):
             if v >= 4:
                 ax.text(
