@@ -72,6 +72,7 @@ from generation.io.resume import (
     check_kept_rows,
     check_settings,
     file_fingerprint,
+    normalise,
     records_digest,
 )
 from generation.options import one_line
@@ -132,8 +133,7 @@ def answer_options(args: AnswerArguments) -> dict:
         for key in sorted(options)
         if key not in NON_ANSWER_OPTIONS and not looks_secret(key)
     }
-    # YAML scalars may be dates etc.: store what JSON round-trips, so old == new compares.
-    return json.loads(json.dumps(kept, default=str))
+    return normalise(kept)  # YAML scalars may be dates etc.: what JSON round-trips compares
 
 
 def local_fingerprint(path: str | None) -> str | None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import os
 import re
 import shutil
@@ -334,7 +335,7 @@ def replace_folder(
     target = Path(target)
     check_replaceable(target, owned, what, whose)
     target.parent.mkdir(parents=True, exist_ok=True)
-    for leftover in target.parent.glob(f".{glob_escape(target.name)}.tmp-*"):
+    for leftover in target.parent.glob(f".{glob.escape(target.name)}.tmp-*"):
         _remove(leftover)
     with real_name_errors(target):
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
@@ -363,11 +364,6 @@ def replace_folder(
     finally:
         _remove(staging)
         _remove(old)
-
-
-def glob_escape(name: str) -> str:
-    """`name` with the glob pattern characters escaped."""
-    return re.sub(r"([*?\[])", r"[\1]", name)
 
 
 def _remove(path: Path) -> None:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from generation.io.records import ResumableJsonl, atomic_write_json, check_utf8
+from generation.io.records import ResumableJsonl, atomic_write_json, read_json
 from generation.options import one_line
 
 # Files up to this size are fingerprinted by content (SHA-256); larger ones (the 13 GB passage
@@ -156,11 +156,9 @@ def read_saved_json(
         ResumeRefused: one line naming the file and `--overwrite`.
     """
     path = Path(path)
-    data = path.read_bytes()
     try:
-        check_utf8(path, data)
-        saved = json.loads(data)
-    except ValueError as err:  # also json.JSONDecodeError
+        saved = read_json(path)
+    except ValueError as err:  # not UTF-8, not JSON, a lone surrogate, too deep
         raise unreadable_state(path, what, one_line(err)) from None
     if not isinstance(saved, dict):
         raise unreadable_state(path, what, f"not a JSON object but {type(saved).__name__}")

@@ -367,9 +367,7 @@ def parse_documents(
     return out
 
 
-def parse_row(
-    row: object, where: str, release: bool = False, keep_extra: bool = True, qid_needed=False
-) -> dict:
+def parse_row(row: object, where: str, release: bool = False, keep_extra: bool = True) -> dict:
     """The one validator of an AmbigDocs row. Text is never altered.
 
     Args:
@@ -381,7 +379,6 @@ def parse_row(
             needs: `question` and `ambiguous_entity` strings, `qid` absent or an integer or a
             string, documents (a list, or a dict of lists) with string `title` and `answer`.
         keep_extra: keep the fields outside the schema (a model's `gen_answer`, `docs`).
-        qid_needed: refuse a row without a qid even when not `release` (a runner keys on it).
 
     Returns:
         A new dict; `documents` a list of new dicts.
@@ -392,10 +389,9 @@ def parse_row(
     """
     if not (isinstance(row, dict) or isinstance(row, Mapping)):
         raise ValueError(f"{where}: a {type(row).__name__}, not an object")
-    if release or qid_needed:
-        for field in ROW_FIELDS if release else ("qid",):
-            if field not in row:
-                raise _field_error(where, field, "is missing")
+    for field in ROW_FIELDS if release else ():
+        if field not in row:
+            raise _field_error(where, field, "is missing")
     qid = parse_qid(row.get("qid"), where, release)
     at = where if qid is None or release else f"{where} (qid {qid})"
     out = {
