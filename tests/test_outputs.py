@@ -81,7 +81,7 @@ def test_dot_names_never_escape_nor_take_the_combined_summary(tmp_path):
         "a/b", "a\\b", "..", ".", "...", ".hidden", "-rf", "a\x01b\x1f\x7f", "tab\there",
         "new\nline", "a\u2215b", "a\u2044b", "a\uff0fb", "a\u29f8b", "rtl\u202eexe.txt",
         "zero\u200bwidth", "CON", "con.json", "Lpt1", "a:b*c?", 'quo"te<>|', "trailing. ",
-        "x" * 10_000, "é" * 10_000, "\U0001f600" * 100, "", " ", "nbsp\u00a0x", "line\u2028sep",
+        "x" * 10_000, "é" * 10_000, "x" * 119 + ".json", "x" * 118 + " .json", "\U0001f600" * 100, "", " ", "nbsp\u00a0x", "line\u2028sep",
     ],
 )  # fmt: skip
 def test_hostile_names_are_made_safe(tmp_path, hostile):

@@ -63,16 +63,15 @@ def _safe_char(c: str) -> str:
 
 def _clean(text: str, max_bytes: int) -> str:
     """`text` as one safe path component (not yet unique)."""
-    name = "".join(map(_safe_char, str(text)))
+    # Cut first (a byte short, for the device prefix), so that no cut can end on a dot.
+    name = _truncate("".join(map(_safe_char, str(text))), max_bytes - 1)
     # Leading dots hide the file (and make `.`, `..`); a leading dash reads as an option;
     # Windows drops trailing dots and spaces, so `a.` and `a` would be one file there.
     rest = name.lstrip(". -")
     name = "_" * (len(name) - len(rest)) + rest
     rest = name.rstrip(". ")
     name = (rest + "_" * (len(name) - len(rest))) or "_"
-    if _WINDOWS_DEVICE.fullmatch(name):
-        name = "_" + name
-    return _truncate(name, max_bytes)
+    return "_" + name if _WINDOWS_DEVICE.fullmatch(name) else name
 
 
 def _truncate(name: str, max_bytes: int) -> str:
