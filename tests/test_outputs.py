@@ -546,3 +546,20 @@ def test_evaluate_writes_hostile_names_safely(tmp_path, repo_root, capsys, route
     table_md = (out / "table.md").read_text()
     assert "<img" not in table_md and "&lt;img src=x onerror=alert(1)&gt;" in table_md
     assert (out / "categories.png").stat().st_size > 0
+
+
+def test_the_evaluation_folder_refuses_a_second_run_and_the_users_folder(tmp_path, repo_root):
+    out = tmp_path / "eval"
+    holder = Holder(out, repo_root)
+    try:
+        with pytest.raises(OutputBusy, match=f"--output-dir {out}: another run"):
+            with evaluation_folder(out):
+                pass
+    finally:
+        holder.release()
+    out.mkdir()
+    (out / "answers.jsonl").write_text("{}\n")  # the user's results, not evaluate's
+    with pytest.raises(ValueError, match=r"holds other files than .*answers\.jsonl"):
+        with evaluation_folder(out):
+            pass
+    assert (out / "answers.jsonl").read_text() == "{}\n"
