@@ -30,6 +30,10 @@ from typing import Any
 import datasets
 from huggingface_hub import constants, hf_hub_url
 
+# The metric's error for a QA model that cannot be loaded, under a name users can `except`
+# (`ambigdocs.QAModelError`), whether the metric came from `evaluate.load` or from Python.
+from metric.ambigdocs_metric.qa_loading import QAModelError  # noqa: F401
+
 _CITATION = """\
 @inproceedings{lee2024ambigdocs,
   title={AmbigDocs: Reasoning across Documents on Different Entities under the Same Name},

@@ -1,13 +1,17 @@
 """`ambigdocs evaluate`: score answered AmbigDocs examples with the paper's metrics.
 
-    ambigdocs evaluate RESULTS [RESULTS ...] --output-dir DIR [--no-df1] [--qa-model ID]
-        [--score-documents first5|shown|all] [--plot] [--labels-field FIELD]
-        [--bootstrap N] [--bootstrap-seed S] [--table-ci] [--report]
+    ambigdocs evaluate PRED [PRED ...] --output-dir DIR [--data-dir DIR | --config sample |
+        --dataset ID_OR_FOLDER] [--split test] [--subset] [--answer-field F] [--name NAME ...]
+        [--no-df1] [--qa-model ID] [--score-documents first5|shown|all] [--plot]
+        [--labels-field FIELD] [--bootstrap N] [--bootstrap-seed S] [--table-ci] [--report]
 
-RESULTS is the authors' results file (a JSON list of data-set rows, each with `gen_answer` and
-`docs`, the documents shown) or the JSONL that `ambigdocs answer` writes (same fields); other
-fields are ignored. One file writes DIR/per_example.jsonl and DIR/summary.json; several write one
-subfolder each and a combined DIR/summary.json. A table like the paper's Table 2 and the category
+PRED is a predictions file: `{qid, answer}` records (JSON or JSONL; `docs`, the documents shown,
+optional) joined with the data set named by --data-dir, --config or --dataset
+(generation/report/predictions.py), an lm-eval samples file, or, without a data set, whole rows:
+the authors' results file (a JSON list of data-set rows, each with `gen_answer` and `docs`) or
+the JSONL that `ambigdocs answer` writes. One file writes DIR/per_example.jsonl and
+DIR/summary.json; several write one subfolder each (named after --name) and a combined
+DIR/summary.json. A table like the paper's Table 2 and the category
 distribution (Figure 4) are printed; `--plot` draws the distribution as a stacked bar chart.
 The report steps (generation/report/outputs.py, docs/report.md) add intervals, slices and
 provenance to each summary and write table.md/.csv/.tex, comparison.json/.md (several files)
@@ -27,10 +31,19 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from generation.io.records import atomic_write_json, atomic_write_text, read_records
+from generation.io.outputs import safe_name
+from generation.io.records import atomic_write_json, atomic_write_text
 from generation.options import one_line
-from generation.report.layout import CATEGORY_COLOURS, CATEGORY_NAMES, TABLE_ROWS
+from generation.report.bootstrap import small_sample_note
+from generation.report.layout import (
+    CATEGORY_COLOURS,
+    CATEGORY_NAMES,
+    NO_ANSWER_RULE,
+    OUTPUT_FILES,
+    TABLE_ROWS,
+)
 from generation.report.outputs import ReportOptions, annotate_summary, write_report_files
+from generation.report.predictions import join_predictions, load_dataset_rows, read_predictions
 from generation.report.provenance import qa_model_record
 from metric.ambigdocs_metric.disambig_f1 import DEFAULT_QA_MODEL
 from metric.ambigdocs_metric.scoring import (
@@ -42,25 +55,11 @@ from metric.ambigdocs_metric.scoring import (
 )
 
 
-def load_results(path: str | Path) -> list[dict]:
-    """Reads answered examples: a JSON array or JSONL (`generation.io.records.read_records`).
-
-    Raises:
-        ValueError: malformed file, or a row without `gen_answer` (names the file and row).
-    """
-    if Path(path).is_dir():
-        raise ValueError(f"{path}: a folder, not a results file (JSON or JSONL)")
-    rows = read_records(path)
-    for i, row in enumerate(rows):
-        if "gen_answer" not in row:
-            raise ValueError(f"{path}: row {i} (qid {row.get('qid')}) has no field 'gen_answer'")
-    return rows
-
-
 def _contexts(rows: list[dict]) -> list | None:
-    """The shown documents per row, or None for every row when some row lacks them."""
+    """The shown documents per row (None for a row without them), or None when no row has any.
+    K-Precision is scored on the rows that have them (`k_precision_summary`)."""
     docs = [row.get("docs") for row in rows]
-    return docs if all(d is not None for d in docs) else None
+    return docs if any(d is not None for d in docs) else None
 
 
 # Below this many examples, starting worker processes costs more than it saves.
@@ -109,7 +108,11 @@ def score_lexical(
 
 
 def evaluate_rows(
-    rows: list[dict], score_documents: str = "first5", workers: int = 1, unique_qids: bool = True
+    rows: list[dict],
+    score_documents: str = "first5",
+    workers: int = 1,
+    unique_qids: bool = True,
+    system: str | None = None,
 ) -> tuple[list[dict], dict]:
     """The lexical scores of answered rows; returns (per-example records, summary).
 
@@ -118,6 +121,7 @@ def evaluate_rows(
         score_documents: see `scoring.scored_documents`.
         workers: processes for the scores.
         unique_qids: refuse two rows with the same qid.
+        system: the name of the system that answered (kept in each record).
     """
     predictions = [row["gen_answer"] for row in rows]
     scores = score_lexical(
@@ -125,7 +129,9 @@ def evaluate_rows(
     )
     records = [
         {
+            "index": i,
             "qid": row.get("qid"),
+            "system": system,
             "answer_recall": s.answer_recall,
             "entity_recall": s.entity_recall,
             "entity_answer_recall": s.entity_answer_recall,
@@ -133,11 +139,43 @@ def evaluate_rows(
             "answer_length": s.answer_length,
             "category": s.category,
         }
-        for row, s in zip(rows, scores, strict=True)
+        for i, (row, s) in enumerate(zip(rows, scores, strict=True))
     ]
     summary = aggregate(scores)
+    summary.update(k_precision_summary(records))
     summary["n"] = len(rows)
     return records, summary
+
+
+def k_precision_summary(records: list[dict]) -> dict:
+    """K-Precision over the rows that have their shown documents, and how many those are.
+
+    A file where some rows lack `docs` keeps K-Precision (its mean over the others) rather than
+    losing it for every row; `k_precision_n` and a note say on how many rows it rests.
+    """
+    values = [r["k_precision"] for r in records if r["k_precision"] is not None]
+    if not values:
+        return {}
+    return {"k_precision": sum(values) / len(values), "k_precision_n": len(values)}
+
+
+def summary_notes(summary: dict, bootstrap: int) -> list[str]:
+    """What changes how the numbers read, in words (summary.json, the console, the page)."""
+    n = summary["n"]
+    notes = []
+    with_docs = summary.get("k_precision_n", 0)
+    if with_docs == 0:
+        notes.append("K-Precision left out: no row has its shown documents ('docs').")
+    elif with_docs < n:
+        notes.append(
+            f"K-Precision is over the {with_docs} of {n} rows with shown documents ('docs'); "
+            f"{n - with_docs} have none."
+        )
+    notes.append(NO_ANSWER_RULE)
+    small = small_sample_note(n, "intervals") if bootstrap > 0 else None
+    if small:
+        notes.append(small)
+    return notes
 
 
 def add_disambig_f1(
@@ -220,14 +258,23 @@ def format_table(columns: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
-def format_agreement(categories: list[str | None], labels: list) -> str:
-    """Confusion matrix (rows: labels, columns: automatic categories), accuracy and Cohen's kappa,
-    like the paper's Figure 5."""
+def label_agreement(categories: list[str | None], labels: list, field: str) -> dict | None:
+    """The automatic categories against reference labels, like the paper's Figure 5.
+
+    Args:
+        categories: the automatic category per example.
+        labels: the reference label per example (None: unlabelled, left out).
+        field: the rows' field the labels came from.
+
+    Returns:
+        {"field", "n", "agreed", "agreement", "kappa" (Cohen's), "confusion": {label:
+        {category: count}}} over the labelled examples, or None when none is labelled.
+    """
     pairs = [
         (str(lab), cat) for lab, cat in zip(labels, categories, strict=True) if lab is not None
     ]
     if not pairs:
-        return "no labels found"
+        return None
     counts = Counter(pairs)
     order = list(CATEGORIES)
     order += sorted({lab for lab, _ in pairs} - set(order))
@@ -238,12 +285,32 @@ def format_agreement(categories: list[str | None], labels: list) -> str:
     cat_tot = Counter(cat for _, cat in pairs)
     p_e = sum(lab_tot[c] * cat_tot[c] for c in order) / (n * n)
     kappa = (p_o - p_e) / (1 - p_e) if p_e < 1 else 1.0
+    confusion = {lab: {c: counts[(lab, c)] for c in order} for lab in order if lab_tot[lab]}
+    return {
+        "field": field,
+        "n": n,
+        "agreed": agree,
+        "agreement": p_o,
+        "kappa": kappa,
+        "confusion": confusion,
+    }
+
+
+def format_agreement(agreement: dict | None) -> str:
+    """`label_agreement`'s result as text: the confusion matrix (rows: labels, columns:
+    automatic categories), the agreement and Cohen's kappa."""
+    if agreement is None:
+        return "no labels found"
+    confusion = agreement["confusion"]
+    order = list(next(iter(confusion.values())))
     w = max(len(c) for c in order) + 1
     lines = ["label \\ automatic".ljust(w + 8) + "".join(c[:9].rjust(10) for c in order)]
-    for lab in order:
-        if lab_tot[lab]:
-            lines.append(lab.ljust(w + 8) + "".join(str(counts[(lab, c)]).rjust(10) for c in order))
-    lines.append(f"agreement {agree}/{n} = {p_o:.3f}, Cohen's kappa {kappa:.3f}")
+    for lab, row in confusion.items():
+        lines.append(lab.ljust(w + 8) + "".join(str(row[c]).rjust(10) for c in order))
+    lines.append(
+        f"agreement {agreement['agreed']}/{agreement['n']} = {agreement['agreement']:.3f}, "
+        f"Cohen's kappa {agreement['kappa']:.3f}"
+    )
     return "\n".join(lines)
 
 
@@ -251,15 +318,17 @@ def format_examples(rows: list[dict], records: list[dict], labels_field: str | N
     """One line per example: qid, category (and the label, marked when it differs), answer."""
     head = f"{'qid':>8}  {'category':10}" + (f"  {labels_field:10}" if labels_field else "")
     lines = [head + "  answer"]
+    differs = False
     for row, rec in zip(rows, records, strict=True):
         line = f"{str(rec['qid']):>8}  {str(rec['category']):10}"
         if labels_field:
             label = row.get(labels_field)
             mark = "" if label is None or label == rec["category"] else " *"
+            differs = differs or bool(mark)
             line += f"  {str(label) + mark:10}"
         answer = " ".join(row["gen_answer"].split())
         lines.append(f"{line}  {answer[:70] + '...' if len(answer) > 70 else answer}")
-    if labels_field:
+    if differs:
         lines.append(f"(* the automatic category differs from {labels_field!r})")
     return "\n".join(lines)
 
@@ -300,14 +369,58 @@ def plot_categories(columns: dict[str, dict], path: Path) -> None:
     plt.close(fig)
 
 
-def _column_names(paths: list[Path]) -> list[str]:
-    """Short unique names for the results files (their stems, made unique)."""
-    names, seen = [], Counter()
-    for p in paths:
-        stem = p.name.removesuffix(".jsonl").removesuffix(".json")
-        seen[stem] += 1
-        names.append(stem if seen[stem] == 1 else f"{stem}-{seen[stem]}")
-    return names
+def system_names(paths: list[Path], given: list[str] | None = None) -> list[str]:
+    """The name of each results file in every table, the plot, the page and the comparison.
+
+    Names given with --name are used as they are (one per file, all different). Otherwise a
+    file's stem (`mistral.gold`), with as many of its folders in front as it takes to tell files
+    of the same stem apart (`runs-a/answers`, `runs-b/answers`); the same file given twice is
+    numbered (`answers (2)`).
+
+    Raises:
+        ValueError: --name given a number of times other than the number of files, or twice
+            the same name, or an empty one.
+    """
+    if given:
+        if len(given) != len(paths):
+            raise ValueError(
+                f"--name was given {len(given)} times for {len(paths)} results files: give one "
+                "name per file, in the same order"
+            )
+        if any(not n.strip() for n in given):
+            raise ValueError("--name must not be empty")
+        repeated = [n for n, c in Counter(given).items() if c > 1]
+        if repeated:
+            raise ValueError(f"--name {repeated[0]!r} names two files: give each its own")
+        return list(given)
+    parts = [(*p.parent.parts, p.name.removesuffix(".jsonl").removesuffix(".json")) for p in paths]
+    distinct = list(dict.fromkeys(parts))  # the same file twice is told apart by a number
+    names = ["/".join(p[-1:]) for p in distinct]
+    for depth in range(2, max(map(len, distinct)) + 1):
+        if len(set(names)) == len(names):
+            break
+        names = [
+            "/".join(p[-depth:]) if names.count(n) > 1 else n
+            for p, n in zip(distinct, names, strict=True)
+        ]
+    by_parts = dict(zip(distinct, names, strict=True))
+    seen: Counter = Counter()
+    out = []
+    for name in (by_parts[p] for p in parts):
+        seen[name] += 1
+        out.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
+    return out
+
+
+def folder_names(names: list[str]) -> list[str]:
+    """Each system's subfolder of --output-dir: its name made a safe, unique path component
+    (`generation.io.outputs.safe_name`), never one of the command's own files."""
+    taken = list(OUTPUT_FILES)
+    folders = []
+    for name in names:
+        folders.append(safe_name(name.replace("/", "_"), taken))
+        taken.append(folders[-1])
+    return folders
 
 
 # --- command line ----------------------------------------------------------------------------------
@@ -340,8 +453,49 @@ def build_parser() -> argparse.ArgumentParser:
         description="Score answered AmbigDocs examples (answer/entity/entity-answer recall, "
         "categories, K-Precision, Disambig-F1).",
     )
-    p.add_argument("results", nargs="+", type=Path, help="results files (JSON list or JSONL)")
-    p.add_argument("--output-dir", type=Path, required=True, help="where to write the scores")
+    p.add_argument(
+        "results",
+        nargs="+",
+        type=Path,
+        help="predictions files (JSON list or JSONL of {qid, answer} records, lm-eval "
+        "samples_*.jsonl, or whole rows with gen_answer)",
+    )
+    p.add_argument(
+        "--output-dir", type=Path, required=True, help="where to write the scores (required)"
+    )
+    data = p.add_mutually_exclusive_group()
+    data.add_argument(
+        "--data-dir", type=Path, help="the data set: a folder of raw files (test.json, ...)"
+    )
+    data.add_argument(
+        "--config",
+        choices=["sample", "default"],
+        help="the data set: the builder's config "
+        "(sample: the bundled examples, offline; default: the release, downloaded)",
+    )
+    data.add_argument(
+        "--dataset",
+        help="the data set: a Hub dataset id, an `ambigdocs export` folder, or any folder "
+        "datasets.load_dataset reads",
+    )
+    p.add_argument("--split", help="the data set's split the predictions answer (default test)")
+    p.add_argument(
+        "--subset",
+        action="store_true",
+        help="score the questions the predictions answer; otherwise predictions that leave "
+        "questions of the split unanswered are an error",
+    )
+    p.add_argument(
+        "--answer-field",
+        help="the field holding the answer (default: the first of answer, prediction, "
+        "response, output, gen_answer)",
+    )
+    p.add_argument(
+        "--name",
+        action="append",
+        help="the name of a results file in tables, the plot, the page and the comparison; "
+        "repeat it once per file, in order (default: the file stems)",
+    )
     p.add_argument("--no-df1", action="store_true", help="skip Disambig-F1 (no QA model)")
     p.add_argument(
         "--qa-model",
@@ -444,17 +598,20 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         _check_arguments(args)
-        loaded = [load_results(path) for path in args.results]
+        names = system_names(args.results, args.name)
+        loaded = load_inputs(args)
         _check_labels_field(args, loaded)
         # This process keeps the rows to the end: spare every later collection the walk over them.
         gc.freeze()
         # Lexical scores first, for every file: forking workers is safe before torch is loaded.
-        scored = [_score_file(p, rows, args) for p, rows in zip(args.results, loaded, strict=True)]
+        scored = [
+            _score_file(p, rows, args, name)
+            for p, rows, name in zip(args.results, loaded, names, strict=True)
+        ]
         qa, qa_absent = _qa_model(args)
-        columns = _write_scores(args, loaded, scored, qa, qa_absent)
-        written = write_report_files(
-            args.output_dir, columns, _systems(args, loaded, scored), report_options(args)
-        )
+        columns = _write_scores(args, names, loaded, scored, qa, qa_absent)
+        systems = {n: (rows, s[0]) for n, rows, s in zip(names, loaded, scored, strict=True)}
+        written = write_report_files(args.output_dir, columns, systems, report_options(args))
     except (OSError, ValueError) as err:
         print(f"ambigdocs evaluate: error: {one_line(err)}", file=sys.stderr)
         return 2
@@ -462,9 +619,41 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def load_inputs(args: argparse.Namespace) -> list[list[dict]]:
+    """Each results file's rows, joined with the data set when one is named
+    (`generation.report.predictions`). The files are read first, so that a bad file is
+    reported before a data set is loaded."""
+    records = [read_predictions(path) for path in args.results]
+    dataset = None
+    if args.data_dir or args.config or args.dataset:
+        dataset = load_dataset_rows(
+            data_dir=args.data_dir,
+            config=args.config,
+            dataset=args.dataset,
+            split=args.split or "test",
+        )
+    return [
+        join_predictions(
+            recs,
+            dataset,
+            answer_field=args.answer_field,
+            subset=args.subset,
+            allow_duplicate_qids=args.allow_duplicate_qids,
+            source=str(path),
+        )
+        for path, recs in zip(args.results, records, strict=True)
+    ]
+
+
 def _check_arguments(args: argparse.Namespace) -> None:
     """Bad options and an unusable --output-dir, before any work."""
     _check_numbers(args)
+    if not (args.data_dir or args.config or args.dataset):
+        for flag, value in (("--split", args.split), ("--subset", args.subset)):
+            if value:
+                raise ValueError(
+                    f"{flag} needs a data set: --data-dir DIR, --config sample or --dataset ID"
+                )
     for folder in (args.output_dir, *args.output_dir.parents):
         if folder.is_dir():
             break
@@ -509,10 +698,10 @@ def _check_labels_field(args: argparse.Namespace, loaded: list[list[dict]]) -> N
                 )
 
 
-def _score_file(path: Path, rows: list[dict], args: argparse.Namespace) -> tuple[list, dict]:
+def _score_file(path: Path, rows: list[dict], args: argparse.Namespace, name: str):
     try:
         return evaluate_rows(
-            rows, args.score_documents, args.workers, not args.allow_duplicate_qids
+            rows, args.score_documents, args.workers, not args.allow_duplicate_qids, name
         )
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from None
@@ -531,22 +720,32 @@ def _qa_model(args: argparse.Namespace):
     return load_qa_extractor(args.qa_model, **_qa_options(args)), None
 
 
-def _write_scores(args, loaded, scored, qa, qa_absent) -> dict[str, dict]:
-    """Disambig-F1 (when a QA model is there), intervals and provenance; writes each file's
-    per_example.jsonl and summary.json; returns the summaries by column name."""
+def _write_scores(args, names, loaded, scored, qa, qa_absent) -> dict[str, dict]:
+    """Disambig-F1 (when a QA model is there), notes, label agreement, intervals and
+    provenance; writes each file's per_example.jsonl and summary.json; returns the summaries
+    by system name."""
     qa_record = qa_model_record(args.qa_model or DEFAULT_QA_MODEL, qa, qa_absent)
     options = report_options(args)
     single = len(args.results) == 1
     columns: dict[str, dict] = {}
-    names = _column_names(args.results)
-    for name, path, rows, (records, summary) in zip(
-        names, args.results, loaded, scored, strict=True
+    folders = folder_names(names)
+    for name, folder, path, rows, (records, summary) in zip(
+        names, folders, args.results, loaded, scored, strict=True
     ):
         if qa is not None:
             add_disambig_f1(rows, records, summary, qa, args.score_documents)
+        summary["system"] = name
+        summary["notes"] = summary_notes(summary, args.bootstrap)
+        if args.labels_field:
+            labels = [row.get(args.labels_field) for row in rows]
+            categories = [r["category"] for r in records]
+            summary["labels"] = label_agreement(categories, labels, args.labels_field)
         annotate_summary(summary, rows, records, path, qa_record, options)
-        out = args.output_dir if single else args.output_dir / name
-        _write_jsonl(out / "per_example.jsonl", records)
+        out = args.output_dir if single else args.output_dir / folder
+        _write_jsonl(
+            out / "per_example.jsonl",
+            [{**rec, "answer": row["gen_answer"]} for row, rec in zip(rows, records, strict=True)],
+        )
         atomic_write_json(out / "summary.json", summary)
         columns[name] = summary
         if args.show_examples:
@@ -554,21 +753,21 @@ def _write_scores(args, loaded, scored, qa, qa_absent) -> dict[str, dict]:
             print(format_examples(rows, records, args.labels_field))
         if args.labels_field:
             print(f"\n{name}: automatic categories against {args.labels_field!r}")
-            labels = [row.get(args.labels_field) for row in rows]
-            print(format_agreement([r["category"] for r in records], labels))
+            print(format_agreement(summary["labels"]))
     if not single:
         atomic_write_json(args.output_dir / "summary.json", columns)
     return columns
 
 
-def _systems(args, loaded, scored) -> dict[str, tuple[list[dict], list[dict]]]:
-    names = _column_names(args.results)
-    return {n: (rows, s[0]) for n, rows, s in zip(names, loaded, scored, strict=True)}
-
-
 def _print_results(args: argparse.Namespace, columns: dict[str, dict], written) -> None:
     print()
     print(format_table(columns))
+    notes = dict.fromkeys(
+        f"{name}: {note}" if len(columns) > 1 and note != NO_ANSWER_RULE else note
+        for name, s in columns.items()
+        for note in s["notes"]
+    )
+    print("\n" + "\n".join(f"Note: {note}" for note in notes))
     if args.plot:
         png = args.output_dir / "categories.png"
         plot_categories(columns, png)
