@@ -168,20 +168,30 @@ def make_parent(path: str | os.PathLike) -> None:
 
 
 def _atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: str = "w") -> None:
+    """Writes through a temporary file beside `path`, then renames it over `path`.
+
+    Raises:
+        ValueError: `path` is a symbolic link (never written through, see io/outputs.py).
+        OSError: naming `path`, never the temporary file (e.g. a full disk).
+    """
+    from generation.io.outputs import real_name_errors, refuse_symlink
+
     path = Path(path)
+    refuse_symlink(path)
     make_parent(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp makes the file 0600; the output gets the mode a plain open() would give it.
-        os.fchmod(fd, 0o666 & ~current_umask())
-        with os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {})) as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with real_name_errors(path):
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            # mkstemp makes the file 0600; the output gets the mode a plain open() would give.
+            os.fchmod(fd, 0o666 & ~current_umask())
+            with os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {})) as f:
+                write(f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -229,12 +239,16 @@ class ResumableJsonl:
     """
 
     def __init__(self, path: str | os.PathLike, key: Callable[[dict], Any]):
+        from generation.io.outputs import refuse_symlink
+
         self.path = Path(path)
         self.key = key
+        refuse_symlink(self.path)  # appending would write into the link's target
         make_parent(self.path)
         self.records: list[dict] = self._load_and_repair()
         self.done: set = {key(r) for r in self.records}
-        self._file = self.path.open("a", encoding="utf-8")
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        self._file = os.fdopen(os.open(self.path, flags, 0o666), "a", encoding="utf-8")
 
     def _load_and_repair(self) -> list[dict]:
         """Reads what is there; cuts a torn last line so that appends start on a clean line."""
@@ -266,10 +280,13 @@ class ResumableJsonl:
 
     def append(self, records: Iterable[dict]) -> None:
         """Appends records and makes them durable before returning."""
+        from generation.io.outputs import real_name_errors
+
         records = list(records)
-        self._file.writelines(map(dumps_line, records))
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        with real_name_errors(self.path):
+            self._file.writelines(map(dumps_line, records))
+            self._file.flush()
+            os.fsync(self._file.fileno())
         self.records.extend(records)
         self.done.update(self.key(r) for r in records)
 
