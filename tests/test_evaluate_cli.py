@@ -12,13 +12,16 @@ from generation.report import evaluate as evaluate_results
 from generation.report.evaluate import main
 
 PER_EXAMPLE_FIELDS = [
+    "index",
     "qid",
+    "system",
     "answer_recall",
     "entity_recall",
     "entity_answer_recall",
     "k_precision",
     "answer_length",
     "category",
+    "answer",
 ]
 SUMMARY_KEYS = {
     "answer_recall",
@@ -68,7 +71,10 @@ def test_sample_demo_outputs(sample_dir, tmp_path, capsys):
     assert [list(r) for r in lines] == [PER_EXAMPLE_FIELDS] * len(rows)
     assert [r["category"] for r in lines] == [r["paper_label"] for r in rows]
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert set(summary) == SUMMARY_KEYS | {"k_precision", "n", "ci95", "slices", "provenance"}
+    assert set(summary) == SUMMARY_KEYS | {
+        *("k_precision", "k_precision_n", "n", "system", "notes", "labels"),
+        *("ci95", "slices", "provenance"),
+    }
     assert summary["n"] == 10
     assert summary["complete"] == pytest.approx(0.2) and summary["ambiguous"] == pytest.approx(0.3)
     assert (tmp_path / "categories.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -107,7 +113,7 @@ def test_jsonl_input_several_files_and_unknown_shown_documents(tmp_path):
     assert [r["qid"] for r in a] == list(range(30))
     assert all(r["k_precision"] is None for r in b)
     # Same answers, same lexical scores, whatever the file format.
-    strip = lambda r: {k: v for k, v in r.items() if k != "k_precision"}  # noqa: E731
+    strip = lambda r: {k: v for k, v in r.items() if k not in ("k_precision", "system")}  # noqa: E731
     assert [strip(r) for r in a] == [strip(r) for r in b]
 
 
@@ -148,7 +154,7 @@ def test_bad_results_file_fails_with_a_message(tmp_path, capsys):
         json.dumps([{"qid": 3, "question": "q", "ambiguous_entity": "x", "documents": []}])
     )
     assert main([str(bad), "--output-dir", str(tmp_path / "o"), "--no-df1"]) == 2
-    assert "row 0 (qid 3) has no field 'gen_answer'" in capsys.readouterr().err
+    assert "row 0 (qid 3) has no answer: none of the fields 'answer'" in capsys.readouterr().err
     bad.write_text(
         json.dumps(
             [

@@ -17,6 +17,7 @@ from generation.report.bootstrap import (
     LEVEL,
     percentile_interval,
     resampled_means,
+    small_sample_note,
     value_matrix,
 )
 from generation.report.layout import CATEGORY_NAMES, SCORE_KEYS, SCORE_LABELS
@@ -86,7 +87,8 @@ def compare_pair(
 
     Returns:
         {"baseline", "system", "n_shared", "only_in_baseline", "only_in_system", "scores":
-        {key: {"baseline", "system", "difference", "ci95", "p_value", "n"}}, "transitions"}.
+        {key: {"baseline", "system", "difference", "ci95", "p_value", "n"}}, "transitions",
+        "note"}; the note warns of too few shared questions (None when there are enough).
     """
     a_by, b_by = index_by_qid(base, names[0]), index_by_qid(other, names[1])
     shared = [q for q in a_by if q in b_by]
@@ -108,6 +110,7 @@ def compare_pair(
         "only_in_system": len(b_by) - len(shared),
         "scores": scores,
         "transitions": transition_matrix(a, b),
+        "note": small_sample_note(len(shared), "intervals and p-values") if n_resamples else None,
     }
 
 
@@ -179,6 +182,7 @@ def format_comparison_markdown(comparison: dict) -> str:
             f"{c['n_shared']} shared questions; left out: {c['only_in_baseline']} only in "
             f"`{c['baseline']}`, {c['only_in_system']} only in `{c['system']}`.",
             "",
+            *([f"Note: {c['note']}", ""] if c.get("note") else []),
             "| Score | baseline | system | difference | 95% CI | p-value |",
             "|---|---:|---:|---:|---:|---:|",
         ]

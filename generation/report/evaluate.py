@@ -55,6 +55,17 @@ from metric.ambigdocs_metric.scoring import (
 )
 
 
+def load_results(path: str | Path) -> list[dict]:
+    """The rows of a results file of whole rows with their answers (the authors' format,
+    `ambigdocs answer`'s JSONL, lm-eval samples), repeated qids allowed; for `{qid, answer}`
+    predictions, see `generation.report.predictions.join_predictions`.
+
+    Raises:
+        ValueError: a malformed file, or a row without an answer (names the file and row).
+    """
+    return join_predictions(path, allow_duplicate_qids=True)
+
+
 def _contexts(rows: list[dict]) -> list | None:
     """The shown documents per row (None for a row without them), or None when no row has any.
     K-Precision is scored on the rows that have them (`k_precision_summary`)."""
