@@ -17,6 +17,7 @@ The joined rows are what a full-row file would hold, so the scores are the same 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -68,8 +69,8 @@ def _where(source: str, index: int, record: Mapping) -> str:
     return f"{source}: row {index} (qid {record.get('qid')})"
 
 
-def answer_of(record: Mapping, where: str, answer_field: str | None = None) -> str:
-    """The answer text of one prediction.
+def answer_of(record: Mapping, where: str, answer_field: str | None = None) -> tuple[str, list]:
+    """The answer text of one prediction, and the fields that hold it.
 
     Raises:
         ValueError: no answer field, two answer fields that disagree, or an answer that is not
@@ -92,7 +93,7 @@ def answer_of(record: Mapping, where: str, answer_field: str | None = None) -> s
     answer = record[found[0]]
     if not isinstance(answer, str):
         raise ValueError(f"{where}: field {found[0]!r} must be a string, got {answer!r:.60}")
-    return answer
+    return answer, found
 
 
 def check_unique_qids(records: Sequence[Mapping], source: str) -> None:
@@ -159,7 +160,12 @@ def join_predictions(
         raise ValueError(f"{source}: no predictions (the file is empty)")
     if not allow_duplicate_qids:
         check_unique_qids(records, source)
-    answers = [answer_of(r, _where(source, i, r), answer_field) for i, r in enumerate(records)]
+    answers = []
+    for i, record in enumerate(records):
+        answer, fields = answer_of(record, _where(source, i, record), answer_field)
+        answers.append(answer)
+        # The answer travels as `gen_answer` only, as in a full row.
+        records[i] = {k: v for k, v in record.items() if k not in fields}
     if dataset is None:
         return [
             _full_row(r, a, source, i)
@@ -252,22 +258,43 @@ def load_dataset_rows(
     given = [n for n, v in (("data_dir", data_dir), ("config", config), ("dataset", dataset)) if v]
     if len(given) != 1:
         raise ValueError("give one data set: --data-dir DIR, --config NAME or --dataset ID")
-    if dataset is None:
-        import ambigdocs
+    if dataset is None and (config == "default" or (data_dir is None and config != "sample")):
+        _hub_check()
+    if dataset is not None and not os.path.isdir(dataset):
+        _hub_check()
+    with _quiet_datasets():
+        if dataset is None:
+            import ambigdocs
 
-        if config == "default" or (data_dir is None and config != "sample"):
-            _hub_check()
-        loaded = ambigdocs.load_ambigdocs(split, config=config or "default", data_dir=data_dir)
-        return loaded.to_list()
+            split_rows = ambigdocs.load_ambigdocs(
+                split, config=config or "default", data_dir=data_dir
+            )
+        else:
+            import datasets
+
+            try:
+                split_rows = datasets.load_dataset(str(dataset), split=split)
+            except ValueError as err:
+                raise ValueError(f"--dataset {dataset}: {err}") from None
+    return split_rows.to_list()
+
+
+@contextlib.contextmanager
+def _quiet_datasets():
+    """No progress bars or notes of datasets' while a split loads: the command's own lines
+    are what the user reads (errors still come through)."""
     import datasets
 
-    if not os.path.isdir(dataset):
-        _hub_check()
+    bars = datasets.is_progress_bar_enabled()
+    level = datasets.logging.get_verbosity()
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity_error()
     try:
-        loaded = datasets.load_dataset(str(dataset), split=split)
-    except ValueError as err:
-        raise ValueError(f"--dataset {dataset}: {err}") from None
-    return loaded.to_list()
+        yield
+    finally:
+        datasets.logging.set_verbosity(level)
+        if bars:
+            datasets.enable_progress_bars()
 
 
 def _hub_check() -> None:
