@@ -258,10 +258,9 @@ def load_dataset_rows(
     given = [n for n, v in (("data_dir", data_dir), ("config", config), ("dataset", dataset)) if v]
     if len(given) != 1:
         raise ValueError("give one data set: --data-dir DIR, --config NAME or --dataset ID")
-    if dataset is None and (config == "default" or (data_dir is None and config != "sample")):
-        _hub_check()
-    if dataset is not None and not os.path.isdir(dataset):
-        _hub_check()
+    from metric.ambigdocs_metric.hub_errors import fail_fast_without_network
+
+    fail_fast_without_network()  # a Hub id (or the release) without a network: seconds
     with _quiet_datasets():
         if dataset is None:
             import ambigdocs
@@ -295,9 +294,3 @@ def _quiet_datasets():
         datasets.logging.set_verbosity(level)
         if bars:
             datasets.enable_progress_bars()
-
-
-def _hub_check() -> None:
-    from metric.ambigdocs_metric.hub_errors import offline_unless_reachable
-
-    offline_unless_reachable()

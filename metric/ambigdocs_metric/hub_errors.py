@@ -6,26 +6,30 @@ exceptions. `hub_unreachable` finds out whether the root of such a chain is a ne
 offline mode (as opposed to, say, a malformed file), and `root_cause` says what happened in one
 line. Light on purpose: no heavy import, usable from the command line and the `evaluate` module.
 
-Without a network, the libraries retry every request with growing pauses (half a minute and a
-screenful of "Retrying in 8s" lines before the same failure). `offline_unless_reachable`, called
-once before the first Hub request of a job, tries one short TCP connection to the endpoint (or
-to the proxy that would carry the request); when none can be made it switches this process to
-offline mode, so that cached files still load and everything else fails at once, with the
-error `hub_unreachable` recognises.
+Without a network, huggingface_hub retries every request with growing pauses (half a minute
+and a screenful of "Retrying in 8s" lines before the same failure). `fail_fast_without_network`,
+called once by every command and before the metric loads a QA model, puts one short TCP
+connection attempt in front of the Hub's requests: when the endpoint (or the proxy that would
+carry the request) cannot be reached, the request fails at once as in offline mode, so that
+cached files still load and everything else fails in seconds, with the error
+`hub_unreachable` recognises. Offline mode itself (`HF_HUB_OFFLINE=1`) needs no check at all.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 import socket
+import time
 import urllib.parse
 import urllib.request
 
 # How long the one connection attempt may take: a reachable endpoint answers in well under a
 # second; a refused port or an unknown host fails at once.
 CONNECT_TIMEOUT_S = 3.0
-_checked: dict[str, str | None] = {}  # endpoint -> why it cannot be reached (None: it can)
+# A result is trusted this long: a network that comes back is noticed (a notebook outlives a
+# dropped connection), and a job does not pay one attempt per request.
+RECHECK_S = 30.0
+_checked: dict[tuple[str, int], tuple[float, str | None]] = {}
 
 
 def _network_error_types() -> tuple[type, ...]:
@@ -81,70 +85,75 @@ def root_cause(err: BaseException, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def _connect_target(endpoint: str) -> tuple[str, int]:
-    """(host, port) of the first hop to `endpoint`: the proxy when one applies, else itself."""
-    url = urllib.parse.urlsplit(endpoint)
-    host = url.hostname or ""
+def _connect_target(url: str) -> tuple[str, int]:
+    """(host, port) of the first hop to `url`: the proxy when one applies, else its host."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
     proxies = urllib.request.getproxies()
-    proxy = proxies.get(url.scheme) or proxies.get("all")
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
     if proxy and not urllib.request.proxy_bypass(host):
         proxied = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
         return proxied.hostname or "", proxied.port or 8080
-    return host, url.port or (443 if url.scheme == "https" else 80)
+    return host, parts.port or (443 if parts.scheme == "https" else 80)
 
 
-def unreachable_reason(endpoint: str | None = None) -> str | None:
-    """Why the Hub endpoint cannot be reached (one connection attempt, remembered per endpoint
-    for the life of the process), or None when a connection could be made.
+def unreachable_reason(url: str | None = None) -> str | None:
+    """Why `url`'s host cannot be reached (one connection attempt, remembered for
+    `RECHECK_S` seconds), or None when a connection could be made.
 
     Args:
-        endpoint: the Hub's address; default huggingface_hub's (`HF_ENDPOINT` when set).
+        url: an address; default the Hub's (`HF_ENDPOINT` when set).
     """
-    if endpoint is None:
+    if url is None:
         from huggingface_hub import constants
 
-        endpoint = constants.ENDPOINT
-    if endpoint not in _checked:
-        host, port = _connect_target(endpoint)
+        url = constants.ENDPOINT
+    target = _connect_target(url)
+    now = time.monotonic()
+    seen = _checked.get(target)
+    if seen is None or now - seen[0] > RECHECK_S:
         try:
-            socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
-            _checked[endpoint] = None
+            socket.create_connection(target, timeout=CONNECT_TIMEOUT_S).close()
+            seen = (now, None)
         except OSError as err:  # refused, unknown host, no route, timed out
-            _checked[endpoint] = f"{type(err).__name__}: {' '.join(str(err).split())}"
-    return _checked[endpoint]
+            detail = " ".join(str(err).split()) or "no details"
+            seen = (
+                now,
+                f"cannot connect to {target[0]}:{target[1]} ({type(err).__name__}: {detail})",
+            )
+        _checked[target] = seen
+    return seen[1]
 
 
-def offline_unless_reachable() -> str | None:
-    """Switches this process to offline mode when the Hub cannot be reached; call it before
-    the first Hub request of a job (loading a model, a tokenizer, a data set by id).
-
-    Offline mode (`HF_HUB_OFFLINE=1`) makes huggingface_hub, transformers and datasets read the
-    local cache only: a cached model still loads, and a missing one fails at once instead of
-    after a minute of retries. Nothing is checked when offline mode is already on.
-
-    Returns:
-        Why the Hub cannot be reached (one line), or None when it can or offline mode was on.
-    """
-    from huggingface_hub import constants
-
-    if constants.HF_HUB_OFFLINE:
-        return None
-    why = unreachable_reason(constants.ENDPOINT)
+def _before_request(request) -> None:
+    """huggingface_hub's first request hook: refuses a request to a host that cannot be
+    reached, as offline mode would (never retried; the local cache is tried instead)."""
+    why = unreachable_reason(str(request.url))
     if why is not None:
-        go_offline()
-    return why
+        from huggingface_hub.errors import OfflineModeIsEnabled
+
+        raise OfflineModeIsEnabled(f"{why}; not retried")
 
 
-def go_offline() -> None:
-    """Offline mode for this process and its children, in every Hugging Face library (each
-    reads its own copy of the setting: huggingface_hub's constant, which transformers asks;
-    datasets' config; the environment for what is imported later)."""
-    import sys
+def fail_fast_without_network() -> None:
+    """Puts the connection check in front of every request huggingface_hub makes in this
+    process (transformers and datasets go through it too); installed once, kept by later
+    calls. A reachable Hub costs one connection a minute; an unreachable one fails in seconds.
+    """
+    import huggingface_hub
+    from huggingface_hub.utils import _http
 
-    from huggingface_hub import constants
+    current = getattr(_http, "_GLOBAL_CLIENT_FACTORY", _http.default_client_factory)
+    if getattr(current, "fails_fast", False):
+        return
 
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    constants.HF_HUB_OFFLINE = True
-    config = sys.modules.get("datasets.config")
-    if config is not None:
-        config.HF_HUB_OFFLINE = config.HF_DATASETS_OFFLINE = True
+    def factory():
+        client = current()
+        client.event_hooks = {
+            **client.event_hooks,
+            "request": [_before_request, *client.event_hooks.get("request", [])],
+        }
+        return client
+
+    factory.fails_fast = True
+    huggingface_hub.set_client_factory(factory)

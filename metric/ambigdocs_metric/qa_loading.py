@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from .disambig_f1 import QAExtractor
-from .hub_errors import hub_unreachable, offline_unless_reachable, root_cause
+from .hub_errors import fail_fast_without_network, hub_unreachable, root_cause
 
 # The module's name inside the toolkit. `evaluate.load` runs a copy of this file under a hashed
 # module path, and a class defined there again would be a class no user can name in `except`:
@@ -70,7 +70,7 @@ def load_qa_extractor(qa_model: Any, batch_size: int = 64, **options: Any) -> QA
     if os.path.isdir(local):
         _check_model_folder(qa_model, local)
     else:  # a Hub id: without a network, fail in seconds rather than after retries
-        offline_unless_reachable()
+        fail_fast_without_network()
     try:
         _check_question_answering(qa_model)
         return QAExtractor(qa_model, batch_size, **options)
