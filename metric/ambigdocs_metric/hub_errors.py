@@ -18,6 +18,7 @@ cached files still load and everything else fails in seconds, with the error
 from __future__ import annotations
 
 import importlib
+import os
 import socket
 import time
 import urllib.parse
@@ -140,6 +141,8 @@ def fail_fast_without_network() -> None:
     process (transformers and datasets go through it too); installed once, kept by later
     calls. A reachable Hub costs one connection a minute; an unreachable one fails in seconds.
     """
+    if os.environ.get("HF_HUB_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE"):
+        return  # offline mode: no request is made, and nothing need be imported for it
     import huggingface_hub
     from huggingface_hub.utils import _http
 
