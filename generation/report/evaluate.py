@@ -23,17 +23,18 @@ instant; Disambig-F1 loads the QA model only when asked.
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import gc
 import os
 import shlex
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Literal
 
 from generation.io.outputs import safe_name
 from generation.io.records import atomic_write_json, atomic_write_text
-from generation.options import one_line
+from generation.options import option, parse_argv, run_command
 from generation.report.bootstrap import small_sample_note
 from generation.report.layout import (
     CATEGORY_COLOURS,
@@ -437,155 +438,150 @@ def folder_names(names: list[str]) -> list[str]:
 # --- command line ----------------------------------------------------------------------------------
 
 
+DESCRIPTION = (
+    "Score answered AmbigDocs examples (answer/entity/entity-answer recall, categories, "
+    "K-Precision, Disambig-F1)."
+)
+PROG = "ambigdocs evaluate"
+
+
+@dataclasses.dataclass
+class EvaluateOptions:
+    """The options of `ambigdocs evaluate` (parsed by `generation.options`)."""
+
+    results: list[str] = option(
+        help="predictions files (JSON list or JSONL of {qid, answer} records, lm-eval "
+        "samples_*.jsonl, or whole rows with gen_answer)",
+        positional=True,
+    )
+    output_dir: str = option(help="where to write the scores")
+    data_dir: str | None = option(
+        None, help="the data set: a folder of raw files (test.json, ...)", metavar="DIR"
+    )
+    config: Literal["sample", "default"] | None = option(
+        None,
+        help="the data set: the builder's config (sample: the bundled examples, offline; "
+        "default: the release, downloaded)",
+    )
+    dataset: str | None = option(
+        None,
+        help="the data set: a Hub dataset id, an `ambigdocs export` folder, or any folder "
+        "datasets.load_dataset reads",
+        metavar="ID_OR_FOLDER",
+    )
+    split: str | None = option(None, help="the data set's split (default test)")
+    subset: bool = option(
+        False,
+        help="score the questions the predictions answer; otherwise predictions that leave "
+        "questions of the split unanswered are an error",
+    )
+    answer_field: str | None = option(
+        None,
+        help="the field holding the answer (default: the first of answer, prediction, "
+        "response, output, gen_answer)",
+    )
+    name: list[str] = option(
+        [],
+        help="the name of a results file in the tables, the plot, the page and the "
+        "comparison; once per file, in order (default: the file stems)",
+        repeat=True,
+        metavar="NAME",
+    )
+    df1: bool = option(True, help="compute Disambig-F1 (--no-df1: skip it, no QA model)")
+    qa_model: str | None = option(
+        None,
+        help=f"QA model for Disambig-F1 (path or Hub id; default {DEFAULT_QA_MODEL}, skipped "
+        "with a note when the Hub cannot be reached and it is not cached; a model named here "
+        "that cannot be loaded, or that is not a question-answering model, is an error)",
+    )
+    qa_batch_size: int = option(64, help="at most this many windows per QA forward pass")
+    qa_batch_tokens: int = option(8192, help="at most this many padded tokens per QA forward pass")
+    qa_padding: Literal["longest", "max_length"] = option(
+        "longest",
+        help="pad each batch of similar-length windows to its longest, or every window to 384 "
+        "tokens as run_qa did (same spans, slower)",
+    )
+    qa_dtype: Literal["float32", "bfloat16", "float16"] = option(
+        "float32",
+        help="QA model precision; float32 as the authors ran it, the others can change spans",
+    )
+    score_documents: Literal["first5", "shown", "all"] = option(
+        "first5", help="gold documents scored: first5 (the authors), shown, or all"
+    )
+    workers: int = option(
+        min(os.cpu_count() or 1, 8),
+        help="processes for the lexical scores (default: the CPU count, at most 8)",
+    )
+    plot: bool = option(False, help="write categories.png (like Figure 4)")
+    bootstrap: int = option(
+        1000,
+        help="bootstrap resamples for the 95% intervals and the comparison (0: none)",
+        metavar="N",
+    )
+    bootstrap_seed: int = option(0, help="seed of the resampling")
+    table_ci: bool = option(False, help="put the intervals in table.md/.csv/.tex")
+    report: bool = option(
+        False, help="write report.html: summary, comparison, slices and a per-example viewer"
+    )
+    show_examples: bool = option(False, help="print every example's category and answer")
+    allow_duplicate_qids: bool = option(
+        False,
+        help="score rows that share a qid (several answers to one question, as in the bundled "
+        "sample); otherwise a repeated qid is an error",
+    )
+    labels_field: str | None = option(
+        None,
+        help="a field of the rows holding reference categories (e.g. human labels): the "
+        "confusion matrix and Cohen's kappa against the automatic categories (Figure 5), "
+        "printed and written to summary.json and report.html",
+    )
+
+    def __post_init__(self):
+        # Numbers out of range; also checked for `answer --evaluate-args`, before answering.
+        if isinstance(self.bootstrap, int) and self.bootstrap < 0:
+            raise ValueError("--bootstrap must be 0 or more")
+        for flag, value, low in (
+            ("--bootstrap-seed", self.bootstrap_seed, 0),  # numpy's own error names no flag
+            ("--workers", self.workers, 1),
+            ("--qa-batch-size", self.qa_batch_size, 1),
+            ("--qa-batch-tokens", self.qa_batch_tokens, 1),
+        ):
+            if isinstance(value, int) and value < low:
+                raise ValueError(f"{flag} must be {low} or more, got {value}")
+        sources = [f for f in ("data_dir", "config", "dataset") if getattr(self, f)]
+        if len(sources) > 1:
+            flags = " and ".join("--" + f.replace("_", "-") for f in sources)
+            raise ValueError(f"{flags} both name the data set: give one")
+        if not sources:
+            for flag, value in (("--split", self.split), ("--subset", self.subset)):
+                if value:
+                    raise ValueError(
+                        f"{flag} needs a data set: --data-dir DIR, --config sample or --dataset ID"
+                    )
+
+    @property
+    def paths(self) -> list[Path]:
+        return [Path(p) for p in self.results]
+
+    @property
+    def out(self) -> Path:
+        return Path(self.output_dir)
+
+
 def check_extra_args(extra: list[str], flag: str) -> None:
     """Raises ValueError when `extra`, options for a later `ambigdocs evaluate` run (e.g.
     `ambigdocs answer --evaluate-args`), would not parse: found before hours of answering, not
     after.
     """
-    parser = build_parser()
-
-    def fail(message: str):
-        raise ValueError(f"{flag} {shlex.join(extra)!r}: {message}")
-
-    parser.error = fail
     try:
-        args = parser.parse_args(["RESULTS", "--output-dir", "DIR", *extra])
+        parse_argv(PROG, DESCRIPTION, [EvaluateOptions], ["RESULTS", "--output-dir", "DIR", *extra])
     except SystemExit:  # --help would end the run there
         raise ValueError(f"{flag} {shlex.join(extra)!r}: not an option to pass on") from None
-    try:
-        _check_numbers(args)
     except ValueError as err:
-        fail(str(err))
+        raise ValueError(f"{flag} {shlex.join(extra)!r}: {err}") from None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="ambigdocs evaluate",
-        description="Score answered AmbigDocs examples (answer/entity/entity-answer recall, "
-        "categories, K-Precision, Disambig-F1).",
-    )
-    p.add_argument(
-        "results",
-        nargs="+",
-        type=Path,
-        help="predictions files (JSON list or JSONL of {qid, answer} records, lm-eval "
-        "samples_*.jsonl, or whole rows with gen_answer)",
-    )
-    p.add_argument(
-        "--output-dir", type=Path, required=True, help="where to write the scores (required)"
-    )
-    data = p.add_mutually_exclusive_group()
-    data.add_argument(
-        "--data-dir", type=Path, help="the data set: a folder of raw files (test.json, ...)"
-    )
-    data.add_argument(
-        "--config",
-        choices=["sample", "default"],
-        help="the data set: the builder's config "
-        "(sample: the bundled examples, offline; default: the release, downloaded)",
-    )
-    data.add_argument(
-        "--dataset",
-        help="the data set: a Hub dataset id, an `ambigdocs export` folder, or any folder "
-        "datasets.load_dataset reads",
-    )
-    p.add_argument("--split", help="the data set's split the predictions answer (default test)")
-    p.add_argument(
-        "--subset",
-        action="store_true",
-        help="score the questions the predictions answer; otherwise predictions that leave "
-        "questions of the split unanswered are an error",
-    )
-    p.add_argument(
-        "--answer-field",
-        help="the field holding the answer (default: the first of answer, prediction, "
-        "response, output, gen_answer)",
-    )
-    p.add_argument(
-        "--name",
-        action="append",
-        help="the name of a results file in tables, the plot, the page and the comparison; "
-        "repeat it once per file, in order (default: the file stems)",
-    )
-    p.add_argument("--no-df1", action="store_true", help="skip Disambig-F1 (no QA model)")
-    p.add_argument(
-        "--qa-model",
-        help=f"QA model for Disambig-F1 (path or Hub id; default {DEFAULT_QA_MODEL}, skipped "
-        "with a note when the Hub cannot be reached and it is not cached; a model named here "
-        "that cannot be loaded, or that is not a question-answering model, is an error)",
-    )
-    p.add_argument(
-        "--qa-batch-size",
-        type=int,
-        default=64,
-        help="at most this many windows per QA forward pass",
-    )
-    p.add_argument(
-        "--qa-batch-tokens",
-        type=int,
-        default=8192,
-        help="at most this many padded tokens per QA forward pass (default 8192)",
-    )
-    p.add_argument(
-        "--qa-padding",
-        choices=["longest", "max_length"],
-        default="longest",
-        help="pad each batch of similar-length windows to its longest (default) or every window "
-        "to 384 tokens as run_qa did (same spans, slower)",
-    )
-    p.add_argument(
-        "--qa-dtype",
-        choices=["float32", "bfloat16", "float16"],
-        default="float32",
-        help="QA model precision; float32 (default) as the authors ran it, the others can change spans",
-    )
-    p.add_argument(
-        "--score-documents",
-        choices=["first5", "shown", "all"],
-        default="first5",
-        help="gold documents scored: first5 (the authors), shown, or all",
-    )
-    p.add_argument(
-        "--workers",
-        type=int,
-        default=min(os.cpu_count() or 1, 8),
-        help="processes for the lexical scores (default: the CPU count, at most 8)",
-    )
-    p.add_argument("--plot", action="store_true", help="write categories.png (like Figure 4)")
-    p.add_argument(
-        "--bootstrap",
-        type=int,
-        default=1000,
-        metavar="N",
-        help="bootstrap resamples for the 95%% intervals and the comparison (0: none)",
-    )
-    p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the resampling")
-    p.add_argument(
-        "--table-ci", action="store_true", help="put the intervals in table.md/.csv/.tex"
-    )
-    p.add_argument(
-        "--report",
-        action="store_true",
-        help="write report.html: summary, comparison, slices and a per-example viewer",
-    )
-    p.add_argument(
-        "--show-examples", action="store_true", help="print every example's category and answer"
-    )
-    p.add_argument(
-        "--allow-duplicate-qids",
-        action="store_true",
-        help="score rows that share a qid (several answers to one question, as in the bundled "
-        "sample); otherwise a repeated qid is an error",
-    )
-    p.add_argument(
-        "--labels-field",
-        help="a field of the rows holding reference categories (e.g. human labels): prints the "
-        "confusion matrix and Cohen's kappa against the automatic categories (Figure 5)",
-    )
-    return p
-
-
-def report_options(args: argparse.Namespace) -> ReportOptions:
+def report_options(args: EvaluateOptions) -> ReportOptions:
     """The report steps' options from the command line."""
     return ReportOptions(
         score_documents=args.score_documents,
@@ -596,7 +592,7 @@ def report_options(args: argparse.Namespace) -> ReportOptions:
     )
 
 
-def _qa_options(args: argparse.Namespace) -> dict:
+def _qa_options(args: EvaluateOptions) -> dict:
     return {
         "batch_size": args.qa_batch_size,
         "batch_tokens": args.qa_batch_tokens,
@@ -606,35 +602,35 @@ def _qa_options(args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        _check_arguments(args)
-        names = system_names(args.results, args.name)
-        loaded = load_inputs(args)
-        _check_labels_field(args, loaded)
-        # This process keeps the rows to the end: spare every later collection the walk over them.
-        gc.freeze()
-        # Lexical scores first, for every file: forking workers is safe before torch is loaded.
-        scored = [
-            _score_file(p, rows, args, name)
-            for p, rows, name in zip(args.results, loaded, names, strict=True)
-        ]
-        qa, qa_absent = _qa_model(args)
-        columns = _write_scores(args, names, loaded, scored, qa, qa_absent)
-        systems = {n: (rows, s[0]) for n, rows, s in zip(names, loaded, scored, strict=True)}
-        written = write_report_files(args.output_dir, columns, systems, report_options(args))
-    except (OSError, ValueError) as err:
-        print(f"ambigdocs evaluate: error: {one_line(err)}", file=sys.stderr)
-        return 2
+    return run_command(PROG, DESCRIPTION, [EvaluateOptions], run, argv)
+
+
+def run(args: EvaluateOptions) -> int:
+    """The command: read, join, score, write, print (errors: the shared boundary's one line)."""
+    _check_output_dir(args.out)
+    names = system_names(args.paths, args.name)
+    loaded = load_inputs(args)
+    _check_labels_field(args, loaded)
+    # This process keeps the rows to the end: spare every later collection the walk over them.
+    gc.freeze()
+    # Lexical scores first, for every file: forking workers is safe before torch is loaded.
+    scored = [
+        _score_file(p, rows, args, name)
+        for p, rows, name in zip(args.paths, loaded, names, strict=True)
+    ]
+    qa, qa_absent = _qa_model(args)
+    columns = _write_scores(args, names, loaded, scored, qa, qa_absent)
+    systems = {n: (rows, s[0]) for n, rows, s in zip(names, loaded, scored, strict=True)}
+    written = write_report_files(args.out, columns, systems, report_options(args))
     _print_results(args, columns, written)
     return 0
 
 
-def load_inputs(args: argparse.Namespace) -> list[list[dict]]:
+def load_inputs(args: EvaluateOptions) -> list[list[dict]]:
     """Each results file's rows, joined with the data set when one is named
     (`generation.report.predictions`). The files are read first, so that a bad file is
     reported before a data set is loaded."""
-    records = [read_predictions(path) for path in args.results]
+    records = [read_predictions(path) for path in args.paths]
     dataset = None
     if args.data_dir or args.config or args.dataset:
         dataset = load_dataset_rows(
@@ -652,44 +648,23 @@ def load_inputs(args: argparse.Namespace) -> list[list[dict]]:
             allow_duplicate_qids=args.allow_duplicate_qids,
             source=str(path),
         )
-        for path, recs in zip(args.results, records, strict=True)
+        for path, recs in zip(args.paths, records, strict=True)
     ]
 
 
-def _check_arguments(args: argparse.Namespace) -> None:
-    """Bad options and an unusable --output-dir, before any work."""
-    _check_numbers(args)
-    if not (args.data_dir or args.config or args.dataset):
-        for flag, value in (("--split", args.split), ("--subset", args.subset)):
-            if value:
-                raise ValueError(
-                    f"{flag} needs a data set: --data-dir DIR, --config sample or --dataset ID"
-                )
-    for folder in (args.output_dir, *args.output_dir.parents):
+def _check_output_dir(out: Path) -> None:
+    """An unusable --output-dir, before any work."""
+    for folder in (out, *out.parents):
         if folder.is_dir():
             break
         if folder.exists():
-            if folder == args.output_dir:
+            if folder == out:
                 raise ValueError(f"--output-dir {folder} is a file, not a folder")
-            raise ValueError(f"--output-dir {args.output_dir}: {folder} is a file, not a folder")
-    args.output_dir.mkdir(parents=True, exist_ok=True)  # OSError: cannot be created
+            raise ValueError(f"--output-dir {out}: {folder} is a file, not a folder")
+    out.mkdir(parents=True, exist_ok=True)  # OSError: cannot be created
 
 
-def _check_numbers(args: argparse.Namespace) -> None:
-    """Numbers out of range (also checked for `answer --evaluate-args`, before answering)."""
-    if args.bootstrap < 0:
-        raise ValueError("--bootstrap must be 0 or more")
-    for flag, value, low in (
-        ("--bootstrap-seed", args.bootstrap_seed, 0),  # numpy's own error names no flag
-        ("--workers", args.workers, 1),
-        ("--qa-batch-size", args.qa_batch_size, 1),
-        ("--qa-batch-tokens", args.qa_batch_tokens, 1),
-    ):
-        if value < low:
-            raise ValueError(f"{flag} must be {low} or more, got {value}")
-
-
-def _check_labels_field(args: argparse.Namespace, loaded: list[list[dict]]) -> None:
+def _check_labels_field(args: EvaluateOptions, loaded: list[list[dict]]) -> None:
     """A --labels-field that no row holds is a typo, not a result: refuse it before scoring.
     So is a label that is not a category name: it could never agree, and would only lower the
     agreement and kappa printed."""
@@ -697,9 +672,9 @@ def _check_labels_field(args: argparse.Namespace, loaded: list[list[dict]]) -> N
     if not field:
         return
     if not any(row.get(field) is not None for rows in loaded for row in rows):
-        files = ", ".join(str(p) for p in args.results)
+        files = ", ".join(args.results)
         raise ValueError(f"--labels-field {field!r}: no row of {files} has that field")
-    for path, rows in zip(args.results, loaded, strict=True):
+    for path, rows in zip(args.paths, loaded, strict=True):
         for i, row in enumerate(rows):
             label = row.get(field)
             if label is not None and label not in CATEGORIES:
@@ -709,7 +684,7 @@ def _check_labels_field(args: argparse.Namespace, loaded: list[list[dict]]) -> N
                 )
 
 
-def _score_file(path: Path, rows: list[dict], args: argparse.Namespace, name: str):
+def _score_file(path: Path, rows: list[dict], args: EvaluateOptions, name: str):
     try:
         return evaluate_rows(
             rows, args.score_documents, args.workers, not args.allow_duplicate_qids, name
@@ -718,10 +693,10 @@ def _score_file(path: Path, rows: list[dict], args: argparse.Namespace, name: st
         raise ValueError(f"{path}: {err}") from None
 
 
-def _qa_model(args: argparse.Namespace):
+def _qa_model(args: EvaluateOptions):
     """(QA model, None) or (None, why it is absent). The default model may be absent (one line
     says why); a model the user named must load and be a question-answering model."""
-    if args.no_df1:
+    if not args.df1:
         return None, "--no-df1 was given"
     if args.qa_model is None:
         return try_load_qa_model(DEFAULT_QA_MODEL, **_qa_options(args))
@@ -741,7 +716,7 @@ def _write_scores(args, names, loaded, scored, qa, qa_absent) -> dict[str, dict]
     columns: dict[str, dict] = {}
     folders = folder_names(names)
     for name, folder, path, rows, (records, summary) in zip(
-        names, folders, args.results, loaded, scored, strict=True
+        names, folders, args.paths, loaded, scored, strict=True
     ):
         if qa is not None:
             add_disambig_f1(rows, records, summary, qa, args.score_documents)
@@ -752,7 +727,7 @@ def _write_scores(args, names, loaded, scored, qa, qa_absent) -> dict[str, dict]
             categories = [r["category"] for r in records]
             summary["labels"] = label_agreement(categories, labels, args.labels_field)
         annotate_summary(summary, rows, records, path, qa_record, options)
-        out = args.output_dir if single else args.output_dir / folder
+        out = args.out if single else args.out / folder
         _write_jsonl(
             out / "per_example.jsonl",
             [{**rec, "answer": row["gen_answer"]} for row, rec in zip(rows, records, strict=True)],
@@ -766,11 +741,11 @@ def _write_scores(args, names, loaded, scored, qa, qa_absent) -> dict[str, dict]
             print(f"\n{name}: automatic categories against {args.labels_field!r}")
             print(format_agreement(summary["labels"]))
     if not single:
-        atomic_write_json(args.output_dir / "summary.json", columns)
+        atomic_write_json(args.out / "summary.json", columns)
     return columns
 
 
-def _print_results(args: argparse.Namespace, columns: dict[str, dict], written) -> None:
+def _print_results(args: EvaluateOptions, columns: dict[str, dict], written) -> None:
     print()
     print(format_table(columns))
     notes = dict.fromkeys(
@@ -780,11 +755,11 @@ def _print_results(args: argparse.Namespace, columns: dict[str, dict], written) 
     )
     print("\n" + "\n".join(f"Note: {note}" for note in notes))
     if args.plot:
-        png = args.output_dir / "categories.png"
+        png = args.out / "categories.png"
         plot_categories(columns, png)
         print(f"\nwrote {png}")
     print("wrote " + ", ".join(str(p) for p in written))
-    print(f"\nscores written to {args.output_dir}/")
+    print(f"\nscores written to {args.out}/")
 
 
 if __name__ == "__main__":

@@ -52,12 +52,13 @@ def _network_error_types() -> tuple[type, ...]:
 
 
 def _chain(err: BaseException):
-    """`err`, then what caused it, down to the root (each exception once)."""
+    """`err`, then what caused it, down to the root (each exception once). An exception
+    raised `from None` ends the chain: it already says what went wrong, in its own words."""
     seen: set[int] = set()
     while err is not None and id(err) not in seen:
         seen.add(id(err))
         yield err
-        err = err.__cause__ or err.__context__
+        err = err.__cause__ or (None if err.__suppress_context__ else err.__context__)
 
 
 def hub_unreachable(err: BaseException) -> bool:
