@@ -406,3 +406,13 @@ def test_no_answer_rule_and_small_samples_are_said(tmp_path, capsys):
     assert main([str(tmp_path / "big.json"), "--output-dir", str(tmp_path / "b"), "--no-df1"]) == 0
     notes = json.loads((tmp_path / "b" / "summary.json").read_text())["notes"]
     assert not any(n.startswith("Only") for n in notes)
+
+
+def test_help_names_the_data_set_options_and_exits_0(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    for flag in ("--data-dir", "--config", "--dataset", "--subset", "--answer-field", "--name"):
+        assert flag in out
+    assert "95% intervals" in out

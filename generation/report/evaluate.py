@@ -510,12 +510,12 @@ class EvaluateOptions:
     )
     workers: int = option(
         min(os.cpu_count() or 1, 8),
-        help="processes for the lexical scores (default: the CPU count, at most 8)",
+        help="processes for the lexical scores (the CPU count, at most 8)",
     )
     plot: bool = option(False, help="write categories.png (like Figure 4)")
     bootstrap: int = option(
         1000,
-        help="bootstrap resamples for the 95% intervals and the comparison (0: none)",
+        help="bootstrap resamples for the 95%% intervals and the comparison (0: none)",
         metavar="N",
     )
     bootstrap_seed: int = option(0, help="seed of the resampling")
