@@ -21,27 +21,11 @@ from generation.report.bootstrap import (
     value_matrix,
 )
 from generation.report.layout import CATEGORY_NAMES, SCORE_KEYS, SCORE_LABELS
+from generation.report.predictions import index_by_qid
 from metric.ambigdocs_metric.scoring import CATEGORIES
 
 UNSCORED = "unscored"  # the transition-matrix row/column of examples without a category
 CHUNK = 100
-
-
-def index_by_qid(records: Sequence[dict], name: str) -> dict[str, dict]:
-    """The records keyed by qid (as a string).
-
-    Raises:
-        ValueError: a record without a qid, or a qid seen twice (names the file and qid).
-    """
-    out: dict[str, dict] = {}
-    for i, rec in enumerate(records):
-        qid = rec.get("qid")
-        if qid is None:
-            raise ValueError(f"{name}: example {i} has no field 'qid'; comparison needs qids")
-        if str(qid) in out:
-            raise ValueError(f"{name}: qid {qid} appears twice; comparison needs unique qids")
-        out[str(qid)] = rec
-    return out
 
 
 def permutation_p_values(diffs: np.ndarray, defined: np.ndarray, n: int, seed: int) -> list:
@@ -90,7 +74,10 @@ def compare_pair(
         {key: {"baseline", "system", "difference", "ci95", "p_value", "n"}}, "transitions",
         "note"}; the note warns of too few shared questions (None when there are enough).
     """
-    a_by, b_by = index_by_qid(base, names[0]), index_by_qid(other, names[1])
+    a_by, b_by = (
+        index_by_qid(base, names[0], "comparison"),
+        index_by_qid(other, names[1], "comparison"),
+    )
     shared = [q for q in a_by if q in b_by]
     a = [a_by[q] for q in shared]
     b = [b_by[q] for q in shared]

@@ -171,7 +171,8 @@ def join_predictions(
             _full_row(r, a, source, i)
             for i, (r, a) in enumerate(zip(records, answers, strict=True))
         ]
-    by_qid = _index_dataset(dataset)
+    data = dataset.to_list() if hasattr(dataset, "to_list") else list(dataset)
+    by_qid = index_by_qid(data, "the data set", "matching predictions")
     rows = []
     unknown = []
     for i, (record, answer) in enumerate(zip(records, answers, strict=True)):
@@ -211,24 +212,28 @@ def _full_row(record: Mapping, answer: str, source: str, index: int) -> dict:
     return {**record, "gen_answer": answer}
 
 
-def _index_dataset(dataset: Any) -> dict[str, dict]:
-    """The data set's rows by qid (as text).
+def index_by_qid(records: Sequence[Mapping], name: str, purpose: str) -> dict[str, dict]:
+    """The records keyed by qid (as text).
+
+    Args:
+        records: rows or per-example records.
+        name: what they are, for messages (a file, "the data set").
+        purpose: what needs the qids, for messages ("comparison").
 
     Raises:
-        ValueError: a row without a qid, or a qid seen twice.
+        ValueError: a record without a qid, a qid seen twice, or no record at all.
     """
-    rows = dataset.to_list() if hasattr(dataset, "to_list") else list(dataset)
-    by_qid: dict[str, dict] = {}
-    for i, row in enumerate(rows):
-        qid = row.get("qid")
+    out: dict[str, dict] = {}
+    for i, rec in enumerate(records):
+        qid = rec.get("qid")
         if qid is None:
-            raise ValueError(f"the data set's row {i} has no field 'qid': predictions need qids")
-        if str(qid) in by_qid:
-            raise ValueError(f"the data set has qid {qid} twice: predictions cannot be matched")
-        by_qid[str(qid)] = dict(row)
-    if not by_qid:
-        raise ValueError("the data set has no rows")
-    return by_qid
+            raise ValueError(f"{name}: example {i} has no field 'qid'; {purpose} needs qids")
+        if str(qid) in out:
+            raise ValueError(f"{name}: qid {qid} appears twice; {purpose} needs unique qids")
+        out[str(qid)] = dict(rec)
+    if not out:
+        raise ValueError(f"{name}: no rows; {purpose} needs some")
+    return out
 
 
 def load_dataset_rows(
