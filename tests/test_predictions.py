@@ -133,6 +133,9 @@ def test_object_wrapping_the_rows_is_refused_by_name(tmp_path):
     path.write_text(json.dumps({"results": rows}))
     with pytest.raises(ValueError, match=r"expected a list of rows .* keys \['results'\]"):
         read_predictions(path)
+    path.write_text(json.dumps({"results": rows}, indent=1))  # over several lines
+    with pytest.raises(ValueError, match=r"expected a list of rows .* keys \['results'\]"):
+        read_predictions(path)
     one = tmp_path / "one.jsonl"
     write_jsonl(one, rows[:1])  # one row is still a list of one row
     assert read_predictions(one) == rows[:1]

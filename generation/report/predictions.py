@@ -43,18 +43,36 @@ def read_predictions(path: str | os.PathLike) -> list[dict]:
     """
     if Path(path).is_dir():
         raise ValueError(f"{path}: a folder, not a results file (JSON or JSONL)")
-    records = read_records(path)
+    try:
+        records = read_records(path)
+    except ValueError:
+        _refuse_wrapped(path, _whole_json(path))  # one object over several lines
+        raise
     if records and _is_lm_eval_sample(records[0]):
         from generation.lm_eval_tasks.samples import samples_to_answers
 
         return samples_to_answers(path)
-    if len(records) == 1 and "qid" not in records[0] and not _is_row(records[0]):
-        keys = sorted(records[0])[:5]
+    if len(records) == 1:
+        _refuse_wrapped(path, records[0])
+    return records
+
+
+def _whole_json(path: str | os.PathLike) -> Any:
+    import json
+
+    try:
+        return json.loads(Path(path).read_bytes())
+    except ValueError:
+        return None
+
+
+def _refuse_wrapped(path: str | os.PathLike, obj: Any) -> None:
+    """Refuses one object that holds the rows (`{"results": [...]}`) rather than being one."""
+    if isinstance(obj, dict) and "qid" not in obj and not _is_row(obj):
         raise ValueError(
             f"{path}: expected a list of rows (a JSON array or JSONL), got one object with "
-            f"keys {keys}; pass the list it holds"
+            f"keys {sorted(obj)[:5]}; pass the list it holds"
         )
-    return records
 
 
 def _is_lm_eval_sample(record: Mapping) -> bool:
