@@ -146,3 +146,27 @@ def test_connection_check_is_remembered_and_offline_mode_skips_it(monkeypatch):
     monkeypatch.delenv("no_proxy", raising=False)
     hub_errors.unreachable_reason("https://huggingface.co/api")
     assert attempts[-1] == ("proxy.example", 3128)
+
+
+def _cache_as_downloaded(model_dir, hf_home, repo_id: str) -> None:
+    """Puts a saved model into the Hub cache's layout, as a download of `repo_id` would."""
+    import shutil
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = hf_home / "hub" / f"models--{repo_id.replace('/', '--')}"
+    shutil.copytree(model_dir, repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+
+
+def test_a_cached_qa_model_still_loads_without_a_network(tmp_path, closed_endpoint, repo_root):
+    from qa_models import save_qa_model
+
+    _cache_as_downloaded(save_qa_model(tmp_path / "qa"), tmp_path / "hf", "someone/cached-qa")
+    args = ["-m", "generation.cli", "evaluate", "generation/resources/sample/answers.json"]
+    args += ["--allow-duplicate-qids", "--bootstrap", "0", "--qa-model", "someone/cached-qa"]
+    run = _run([*args, "--output-dir", str(tmp_path / "o")], tmp_path, closed_endpoint, repo_root)
+    assert run.returncode == 0, run.stderr[-2000:]
+    _no_retries(run)
+    summary = (tmp_path / "o" / "summary.json").read_text()
+    assert '"disambig_f1"' in summary
