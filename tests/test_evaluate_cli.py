@@ -240,7 +240,8 @@ ROUTES = {
 }
 
 
-def _run(route, args, cwd):
+def run_evaluate(route, args, cwd):
+    """`ambigdocs evaluate ARGS` by one of the two routes, offline, in a fresh process."""
     import os
 
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
@@ -265,7 +266,7 @@ def test_names_reach_every_table_the_comparison_the_page_and_the_folders(
     files = [tmp_path / "a" / "answers.json", tmp_path / "b" / "answers.json"]
     names = ["Mistral 7B", "GPT-4/turbo"]
     args = [*files, "--output-dir", out, "--no-df1", "--report", "--bootstrap", "20"]
-    run = _run(route, [*args, "--name", names[0], "--name", names[1]], repo_root)
+    run = run_evaluate(route, [*args, "--name", names[0], "--name", names[1]], repo_root)
     assert run.returncode == 0, run.stderr
     assert list(json.loads((out / "summary.json").read_text())) == names
     assert (
@@ -281,10 +282,10 @@ def test_names_reach_every_table_the_comparison_the_page_and_the_folders(
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["GPT-4_turbo", "Mistral 7B"]
     assert {r["system"] for r in _lines(out / "GPT-4_turbo" / "per_example.jsonl")} == {names[1]}
     # Without --name: the stems, told apart by their folders (not answers-2).
-    run = _run(route, args, repo_root)
+    run = run_evaluate(route, args, repo_root)
     assert run.returncode == 0, run.stderr
     assert list(json.loads((out / "summary.json").read_text())) == ["a/answers", "b/answers"]
-    run = _run(route, [*args, "--name", "only one"], repo_root)
+    run = run_evaluate(route, [*args, "--name", "only one"], repo_root)
     assert run.returncode == 2
     assert run.stderr == (
         "ambigdocs evaluate: error: --name was given 1 times for 2 results files: give one "

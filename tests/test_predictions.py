@@ -5,12 +5,10 @@ generation.report.evaluate`)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
-from test_evaluate_cli import random_results
+from test_evaluate_cli import ROUTES, random_results
+from test_evaluate_cli import run_evaluate as _run
 
 from generation.report.evaluate import evaluate_rows, main
 from generation.report.predictions import (
@@ -177,24 +175,6 @@ def test_sample_config_and_folders_load_the_same_rows(sample_dir, tmp_path):
 
 
 # --- the command, both routes ------------------------------------------------------------------
-
-
-ROUTES = {
-    "ambigdocs": [sys.executable, "-m", "generation.cli", "evaluate"],
-    "python -m": [sys.executable, "-m", "generation.report.evaluate"],
-}
-
-
-def _run(route, args, repo_root):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    return subprocess.run(
-        [*ROUTES[route], *map(str, args)],
-        cwd=repo_root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 @pytest.mark.parametrize("route", list(ROUTES))
