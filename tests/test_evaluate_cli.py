@@ -346,7 +346,7 @@ def test_label_agreement_in_summary_and_page_and_legend_only_when_labels_differ(
     diagonal = {k: labels["confusion"][k][k] for k in labels["confusion"]}
     assert diagonal == {"complete": 2, "partial": 2, "no_answer": 1, "ambiguous": 3, "merged": 2}
     page = (tmp_path / "same" / "report.html").read_text()
-    assert "Agreement with labels (Figure 5)" in page
+    assert "Agreement with labels (Figure 5)" in page and 'href="#agreement"' in page
     assert "agreement 10/10 = 1.000, Cohen's kappa 1.000" in page
 
     # The first answer (automatically "ambiguous") labelled "merged" instead: agreement 9/10;

@@ -353,6 +353,9 @@ def render_report(
         "SUMMARY": summary_table_html(columns),
         "NOTES": notes_html(columns),
         "AGREEMENT": agreement_html(columns),
+        "AGREEMENTLINK": '<a href="#agreement">Agreement</a>'
+        if any(s.get("labels") for s in columns.values())
+        else "",
         "CHART": category_chart_html(columns),
         "COMPARISON": comparison_html(comparison),
         "SLICES": slices_html(slices),
