@@ -3,27 +3,19 @@
 Each command lives in its own module with a `main(argv) -> int`; the module is imported only
 when its command runs, so `ambigdocs evaluate` never pays for torch or datasets, and
 `python -m generation.<package>.<module>` (or `accelerate launch -m ...`) runs the same code.
-`ambigdocs build STAGE` dispatches one level deeper, through `STAGES`.
+`ambigdocs build STAGE` dispatches one level deeper, through `STAGES`. Every command runs
+inside the one error boundary (`generation/boundary.py`), which a module's own `main` also
+uses through `generation.options.run_command`, so both routes end bad input alike.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import sys
 
-# build stage -> (module with main(argv), one-line description), in chain order
-STAGES: dict[str, tuple[str, str]] = {
-    "gather": (
-        "generation.datagen.gather",
-        "disambiguation map from a MediaWiki XML dump (or the API)",
-    ),
-    "seed": ("generation.datagen.seed", "seed document pair per surface name (docs/pipeline.md 2)"),
-    "questions": ("generation.datagen.questions", "question + two answers per seed pair (3)"),
-    "filter": ("generation.datagen.filter", "not formatted / not ambiguous / not entailed (3)"),
-    "expand": ("generation.datagen.expand", "answer set expansion (4)"),
-    "split": ("generation.datagen.split", "train/validation/test with no shared passage (5)"),
-    "all": ("generation.datagen.pipeline", "the whole chain from a YAML config, resumable"),
-}
+from generation.boundary import guard
+from generation.datagen import STAGES
 
 # command -> (module with main(argv), or a table of subcommands; one-line description)
 COMMANDS: dict[str, tuple[str | dict, str]] = {
@@ -50,66 +42,29 @@ def _usage(prog: str, table: dict[str, tuple[str | dict, str]]) -> str:
 
 
 def dispatch(prog: str, table: dict[str, tuple[str | dict, str]], argv: list[str]) -> int:
-    """Runs the command `argv[0]` of `table` with the rest of `argv`; 2 for an unknown one."""
-    if not argv or argv[0] in ("-h", "--help"):
+    """Runs the command `argv[0]` of `table` with the rest of `argv`, inside the one error
+    boundary (`generation/boundary.py`).
+
+    Returns:
+        The command's exit status; 0 after `--help`; 2 (usage on stderr) with no command or an
+        unknown one, which is named with the closest command.
+    """
+    if argv[:1] in (["-h"], ["--help"]):
         print(_usage(prog, table))
-        return 0 if argv else 2
-    command, rest = argv[0], argv[1:]
-    if command not in table:
-        print(f"{prog}: unknown command {command!r}\n\n{_usage(prog, table)}", file=sys.stderr)
+        return 0
+    if not argv or argv[0] not in table:
+        problem = "no command given" if not argv else f"unknown command {argv[0]!r}"
+        close = difflib.get_close_matches(argv[0], table, n=1) if argv else []
+        if argv and not close:  # `eval` -> `evaluate`: a prefix is a close match too
+            close = [name for name in table if name.startswith(argv[0])][:1]
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        print(f"{prog}: error: {problem}{hint}\n\n{_usage(prog, table)}", file=sys.stderr)
         return 2
+    command, rest = argv[0], argv[1:]
     target = table[command][0]
     if isinstance(target, dict):
         return dispatch(f"{prog} {command}", target, rest)
-    try:
-        return int(importlib.import_module(target).main(rest) or 0)
-    except PATH_ERRORS as err:
-        if not err.filename:
-            raise
-        return _path_unusable(f"{prog} {command}", err)
-    except Exception as err:
-        return _hub_unreachable(f"{prog} {command}", err)
-
-
-# A path the user gave (or one derived from it) that cannot be used: bad input, whichever
-# command let it through, so the dispatcher ends it in one line rather than a traceback.
-PATH_ERRORS = (
-    FileNotFoundError,
-    FileExistsError,
-    IsADirectoryError,
-    NotADirectoryError,
-    PermissionError,
-)
-
-
-def _path_unusable(prog: str, err: OSError) -> int:
-    """One line naming the path and status 2 for a file-system error on a given path."""
-    from generation.options import one_line
-
-    print(f"{prog}: error: {one_line(err)}", file=sys.stderr)
-    return 2
-
-
-def _hub_unreachable(prog: str, err: Exception) -> int:
-    """One line and status 2 when a command failed because the Hub could not be reached.
-
-    Any command may load a model or a file from the Hub; offline (`HF_HUB_OFFLINE=1`) or with
-    no network, the libraries fail with a long chain of exceptions. Anything else is raised
-    again.
-    """
-    from metric.ambigdocs_metric.hub_errors import hub_unreachable, root_cause
-
-    if not hub_unreachable(err):
-        raise err
-    from huggingface_hub import constants
-
-    detail = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else root_cause(err)
-    print(
-        f"{prog}: cannot reach the Hugging Face Hub at {constants.ENDPOINT} ({detail}), and "
-        "what it needs is not in the local cache; give a local path or download it first",
-        file=sys.stderr,
-    )
-    return 2
+    return guard(f"{prog} {command}", lambda: importlib.import_module(target).main(rest), rest)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,9 +73,6 @@ def main(argv: list[str] | None = None) -> int:
         from generation import __version__
 
         print(__version__)
-        return 0
-    if not argv:
-        print(_usage("ambigdocs", COMMANDS))
         return 0
     return dispatch("ambigdocs", COMMANDS, argv)
 

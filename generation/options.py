@@ -1,32 +1,42 @@
 """Command options: one typed dataclass per command, parsed one way everywhere.
 
-A command declares its options as a dataclass whose fields carry `help` metadata (`Literal`
-types give the choices) and runs through `run_command`. The same dataclass is filled from the
-command line (transformers' `HfArgumentParser`, so `--num-proc` and `--num_proc` both work) or
-from a mapping (a stage's section of the `ambigdocs build all` YAML config), and checked in one
-place, so that a bad value gets the same one-line error from either route.
-
-`ambigdocs evaluate` keeps a plain argparse parser: it must not import transformers.
+A command declares its options as dataclasses whose fields carry `help` metadata and runs
+through `run_command`. The parser is built from the fields (plain argparse, so no command pays
+for transformers to read its flags): `Literal` types give the choices, a field without a default
+is a required option, a `bool` is `--flag/--no-flag` (also `--flag true`), a list takes several
+values (or, with `repeat=True`, one value per repeated flag), and `--num-proc` and `--num_proc`
+are the same flag. Metadata may add `aliases`, a `metavar` and `positional=True`. The same dataclasses are filled from a mapping (a stage's
+section of the `ambigdocs build all` YAML config) and checked in one place, so a bad value gets
+the same one-line error from either route. A command with an `args_file` option reads a YAML
+file of its options first; every flag given on the command line wins over the file.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import difflib
 import sys
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
-# What a command reports as bad input (one line, exit status 2) rather than a crash.
-INPUT_ERRORS = (
-    ValueError,
-    FileNotFoundError,
-    FileExistsError,  # e.g. a folder to create where a file stands
-    IsADirectoryError,
-    NotADirectoryError,
-    PermissionError,
-)
+from generation import secrets
+from generation.boundary import UsageError, guard, one_line
+
+__all__ = [
+    "UsageError",
+    "build_parser",
+    "check_at_least",
+    "check_types",
+    "one_line",
+    "option",
+    "parse_argv",
+    "parse_mapping",
+    "run_command",
+]
 
 
 def option(default: Any = dataclasses.MISSING, help: str = "", **metadata: Any) -> Any:
@@ -38,19 +48,102 @@ def option(default: Any = dataclasses.MISSING, help: str = "", **metadata: Any) 
     return dataclasses.field(default=default, metadata={"help": help, **metadata})
 
 
-class UsageError(ValueError):
-    """The command line does not parse (unknown flag, missing value, bad choice)."""
+class _Parser(argparse.ArgumentParser):
+    # argparse prints the usage and exits; a command reports one line and returns 2.
+    def error(self, message: str) -> typing.NoReturn:
+        raise UsageError(f"{message} (see --help)")
 
 
-def _parser_class():
-    from transformers import HfArgumentParser
+_TRUE, _FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
 
-    class OptionParser(HfArgumentParser):
-        # argparse prints the usage and exits; a command reports one line and returns 2.
-        def error(self, message: str) -> typing.NoReturn:
-            raise UsageError(f"{message} (see --help)")
 
-    return OptionParser
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def build_parser(prog: str, description: str, option_types: Sequence[type]) -> _Parser:
+    """The argparse parser of the option dataclasses (for `--help`; `parse_argv` parses).
+
+    Every default is left out of the namespace (`SUPPRESS`), so that what comes back is exactly
+    what the command line gave.
+    """
+    parser = _Parser(prog=prog, description=description, argument_default=argparse.SUPPRESS)
+    for option_type in option_types:
+        hints = typing.get_type_hints(option_type)
+        for f in dataclasses.fields(option_type):
+            if f.init:
+                _add_field(parser, f, hints[f.name])
+    return parser
+
+
+def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hint: Any) -> None:
+    meta = f.metadata
+    required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    base, many = _unwrap(hint)
+    default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    shown = "(required)" if required else f"(default: {default})"
+    quiet = required is False and (default in (None, [], "") or base is bool)
+    kwargs: dict[str, Any] = {"help": meta.get("help", "") + ("" if quiet else f" {shown}")}
+    if base is bool:
+        kwargs["action"] = argparse.BooleanOptionalAction
+    else:
+        if typing.get_origin(base) is Literal:
+            kwargs["choices"] = typing.get_args(base)
+            kwargs["metavar"] = meta.get(
+                "metavar", "{" + ",".join(map(str, kwargs["choices"])) + "}"
+            )
+        elif base in (int, float):
+            kwargs["type"] = base
+        if many and meta.get("repeat"):  # one value per flag, the flag repeated
+            kwargs["action"] = "append"
+        elif many:
+            kwargs.update(nargs="+", action="extend")
+        if "metavar" in meta:
+            kwargs["metavar"] = meta["metavar"]
+    if meta.get("positional"):
+        parser.add_argument(f.name, **kwargs)
+        return
+    names = [_flag(f.name), *meta.get("aliases", ())]
+    parser.add_argument(*names, dest=f.name, required=required, **kwargs)
+
+
+def _unwrap(hint: Any) -> tuple[Any, bool]:
+    """(the type of one value, whether the option takes a list) of an annotation."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+    if typing.get_origin(hint) in (list, tuple):
+        return (typing.get_args(hint) or (str,))[0], True
+    return hint, False
+
+
+def _normalise(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """`--num_proc` -> `--num-proc`; `--flag false` / `--flag=no` -> `--no-flag`."""
+    flags = {s: a for a in parser._actions for s in a.option_strings if s.startswith("--")}
+    out: list[str] = []
+    tokens = list(map(str, argv))
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if token == "--":
+            out += tokens[i - 1 :]
+            break
+        if not token.startswith("--"):
+            out.append(token)
+            continue
+        name, sep, value = token.partition("=")
+        name = "--" + name[2:].replace("_", "-")
+        action = flags.get(name)
+        if isinstance(action, argparse.BooleanOptionalAction) and not name.startswith("--no-"):
+            if not sep and i < len(tokens) and tokens[i].lower() in _TRUE + _FALSE:
+                value, sep, i = tokens[i], "=", i + 1
+            if sep:
+                if value.lower() not in _TRUE + _FALSE:
+                    raise UsageError(f"argument {name}: expected true or false, got {value!r}")
+                out.append(name if value.lower() in _TRUE else "--no-" + name[2:])
+                continue
+        out.append(name + sep + value)
+    return out
 
 
 def parse_argv(
@@ -58,48 +151,84 @@ def parse_argv(
 ) -> tuple:
     """Fills the option dataclasses from command-line arguments and checks their values.
 
+    With an `args_file` option given, its YAML mapping supplies the options the command line
+    does not give: a flag on the command line always wins, whatever its value.
+
     Raises:
-        UsageError: the arguments do not parse.
-        ValueError: a value of the wrong type or out of its choices (names the option).
+        UsageError: the arguments do not parse (an unknown flag is named, never its value).
+        ValueError: a value of the wrong type or out of its choices (names the option), or an
+            unreadable `--args-file`.
     """
-    parser = _parser_class()(list(option_types), prog=prog, description=description)
-    for action in parser._actions:
-        # `--num-proc` is the house style; `--num_proc` stays accepted.
-        action.option_strings.sort(key=lambda flag: flag.startswith("--") and "_" in flag)
-    parsed = parser.parse_args_into_dataclasses(args=list(argv), look_for_args_file=False)
-    for options in parsed:
-        check_types(options)
-    return tuple(parsed)
+    parser = build_parser(prog, description, option_types)
+    given, unknown = parser.parse_known_args(_normalise(parser, argv))
+    if unknown:
+        raise UsageError(_unknown_message(parser, unknown))
+    values, where = vars(given), ""
+    if values.get("args_file"):
+        where = f"--args-file {values['args_file']}"
+        values = {**read_yaml_mapping(values["args_file"], where), **values}
+    return parse_mapping(option_types, values, where)
+
+
+def _unknown_message(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
+    """The unknown flags by name only: what follows one may be a secret (`--api-keyy sk-...`)."""
+    flags = [t.partition("=")[0] for t in unknown if t.startswith("-")]
+    if not flags:
+        return f"{len(unknown)} unexpected value(s) (see --help)"
+    known = [s for a in parser._actions for s in a.option_strings]
+    message = f"unrecognized arguments: {' '.join(flags)}"
+    close = difflib.get_close_matches(flags[0], known, n=1)
+    return message + (f" (did you mean {close[0]}?)" if close else "") + " (see --help)"
+
+
+def read_yaml_mapping(path: str, where: str) -> dict:
+    """A YAML file holding a mapping of option names to values.
+
+    Raises:
+        ValueError: the file cannot be read, is not YAML, or is not a mapping (names `where`).
+    """
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else one_line(err)
+        raise ValueError(f"{where}: cannot be read ({reason})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected a mapping of option names to values")
+    return data
 
 
 def parse_mapping(option_types: Sequence[type], values: Mapping[str, Any], where: str) -> tuple:
     """Fills the option dataclasses from a mapping (a YAML section) and checks their values.
 
     Keys may use `-` or `_`. Unknown keys, missing required options and values of the wrong type
-    are errors that name `where` and the key.
+    are errors that name `where` (when given) and the key. Values under secret names are handed
+    to the secret filter, so that no message or record repeats them.
     """
+    prefix = f"{where}: " if where else ""
     values = {str(k).replace("-", "_"): v for k, v in values.items()}
+    secrets.remember_options(values)
     known = {f.name for t in option_types for f in dataclasses.fields(t) if f.init}
     unknown = sorted(set(values) - known)
     if unknown:
-        raise ValueError(f"{where}: unknown option(s) {unknown}; known: {sorted(known)}")
+        raise ValueError(f"{prefix}unknown option(s) {unknown}; known: {sorted(known)}")
     parsed = []
     for option_type in option_types:
-        names = {f.name for f in dataclasses.fields(option_type) if f.init}
+        fields = [f for f in dataclasses.fields(option_type) if f.init]
         missing = [
             f.name
-            for f in dataclasses.fields(option_type)
-            if f.init
-            and f.name not in values
+            for f in fields
+            if f.name not in values
             and f.default is dataclasses.MISSING
             and f.default_factory is dataclasses.MISSING
         ]
         if missing:
-            raise ValueError(f"{where}: missing required option(s) {missing}")
+            raise ValueError(f"{prefix}missing required option(s) {missing}")
         try:
-            options = option_type(**{k: v for k, v in values.items() if k in names})
+            options = option_type(**{f.name: values[f.name] for f in fields if f.name in values})
         except ValueError as err:  # a `__post_init__` check
-            raise ValueError(f"{where}: {err}") from None
+            raise ValueError(f"{prefix}{err}") from None
         check_types(options, where)
         parsed.append(options)
     return tuple(parsed)
@@ -168,16 +297,6 @@ def _describe(hint: Any) -> str:
     return "None" if hint is type(None) else f"a {getattr(hint, '__name__', hint)}"
 
 
-def one_line(err: BaseException) -> str:
-    """An exception as one line: its message with line breaks folded."""
-    text = str(err) if not isinstance(err, OSError) or not err.filename else _os_message(err)
-    return " ".join(text.split()) or type(err).__name__
-
-
-def _os_message(err: OSError) -> str:
-    return f"{err.filename}: {err.strerror or type(err).__name__}"
-
-
 def run_command(
     prog: str,
     description: str,
@@ -185,25 +304,12 @@ def run_command(
     run: Callable[..., Any],
     argv: Sequence[str] | None,
 ) -> int:
-    """Parses `argv` into the option dataclasses and calls `run(*options)`.
+    """Parses `argv` into the option dataclasses and calls `run(*options)`, inside the error
+    boundary (`generation/boundary.py`): bad input ends with one line and exit status 2, by
+    `ambigdocs` and by `python -m` alike.
 
-    Returns `run`'s result when it is an exit status (an int), else 0.
-
-    Bad input of any kind (unparsable arguments, a bad value, a missing or unreadable file,
-    a `ValueError` from the run, a model the Hub cannot deliver) ends with one line on stderr
-    and exit status 2, whether the command runs through `ambigdocs` or `python -m`.
+    Returns:
+        `run`'s result when it is an exit status (an int), else 0.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        options = parse_argv(prog, description, option_types, argv)
-        status = run(*options)
-        return status if isinstance(status, int) else 0
-    except INPUT_ERRORS as err:
-        print(f"{prog}: error: {one_line(err)}", file=sys.stderr)
-        return 2
-    except Exception as err:
-        # A model or file the Hub cannot deliver: one line, as through `ambigdocs` (the same
-        # handler), so that `python -m` runs behave alike; anything else is raised again.
-        from generation.cli import _hub_unreachable
-
-        return _hub_unreachable(prog, err)
+    return guard(prog, lambda: run(*parse_argv(prog, description, option_types, argv)), argv)

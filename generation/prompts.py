@@ -377,11 +377,11 @@ def render_authors_question_prompt(
     """The chat messages of the authors' GPT-4 question generation (`generate_gpt.py`), exactly.
 
     System turn: the instruction. User turn: their two exemplars
-    (`generation.datagen.authors_prompts.AUTHORS_QUESTION_EXEMPLARS`), then
+    (`generation.authors_prompts.AUTHORS_QUESTION_EXEMPLARS`), then
     `Entity: {sn}Passage 1: {t1} | {x1}Passage 2: {t2} | {x2}\nQuestion:`, the parts run together
     without newlines as in their script; `sn` loses a trailing `(disambiguation)` of any case.
     """
-    from generation.datagen.authors_prompts import AUTHORS_QUESTION_EXEMPLARS
+    from generation.authors_prompts import AUTHORS_QUESTION_EXEMPLARS
 
     user = AUTHORS_QUESTION_EXEMPLARS + "Entity: " + strip_disambiguation(surface_name)
     for k, doc in enumerate(documents, 1):
@@ -453,10 +453,10 @@ def render_expansion_prompt(
 
 def render_authors_expansion_prompt(title: str, text: str, question: str) -> str:
     """The authors' expansion prompt (`expand.py`), exactly: their `[INST]` block and four
-    exemplars (`generation.datagen.authors_prompts.AUTHORS_EXPANSION_PROMPT`), then
+    exemplars (`generation.authors_prompts.AUTHORS_EXPANSION_PROMPT`), then
     `Passage: {title} | {text}\nQuestion: {question}\nAnswer: `. Raw text for a base model (the
     tokenizer adds BOS); no chat template."""
-    from generation.datagen.authors_prompts import AUTHORS_EXPANSION_PROMPT
+    from generation.authors_prompts import AUTHORS_EXPANSION_PROMPT
 
     return AUTHORS_EXPANSION_PROMPT + _expansion_block(title, text, question)
 

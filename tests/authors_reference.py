@@ -3,7 +3,7 @@ expand.py`, `generate_gpt.py`, `generate_llama.py`, `gather.py` of their public 
 the parity tests. No tests here.
 
 The strings are transcribed in the form of their source (a triple-quoted literal with `\\"` and
-`\\uXXXX` escapes), independently of `generation/datagen/authors_prompts.py`; the rules follow
+`\\uXXXX` escapes), independently of `generation/authors_prompts.py`; the rules follow
 their control flow (slicing, `try`/`except`, first occurrences) rather than the toolkit's.
 Where their committed code cannot run (`findcolon` called with two arguments), the reference is
 what they evidently meant.

@@ -338,7 +338,8 @@ def test_authors_decoding_sends_no_temperature_and_no_limit(server_factory, monk
 
 
 def test_mask_secrets_and_strip_url_credentials():
-    from generation.backends.base import mask_secrets, strip_url_credentials
+    from generation.secrets import mask as mask_secrets
+    from generation.secrets import strip_url as strip_url_credentials
 
     text = (
         f"bad key {KEY}; Authorization: Bearer abc.def-123456789; hf_abcdefghijklmnop; "

@@ -10,9 +10,9 @@ import random
 import authors_reference as ref
 import pytest
 
+from generation.authors_prompts import AUTHORS_EXPANSION_PROMPT, AUTHORS_QUESTION_EXEMPLARS
 from generation.datagen import expand, questions
 from generation.datagen import filter as filter_stage
-from generation.datagen.authors_prompts import AUTHORS_EXPANSION_PROMPT, AUTHORS_QUESTION_EXEMPLARS
 from generation.datagen.entailment import disambiguate_question
 from generation.datagen.gather_rules import (
     api_link_order,

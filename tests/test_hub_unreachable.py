@@ -184,7 +184,8 @@ def test_any_command_failing_on_an_unreachable_hub_is_one_line(monkeypatch, caps
     assert cli.main(["fake"]) == 2
     err = capsys.readouterr().err
     assert (
-        err.startswith("ambigdocs fake: cannot reach the Hugging Face Hub") and err.count("\n") == 1
+        err.startswith("ambigdocs fake: error: cannot reach the Hugging Face Hub")
+        and err.count("\n") == 1
     )
 
     def buggy_main(argv):

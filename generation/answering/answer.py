@@ -41,6 +41,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from generation import secrets
 from generation.answering.data import (
     attach_retrieved,  # noqa: F401  (re-exported: callers import it from here)
     data_source,
@@ -58,13 +59,8 @@ from generation.answering.output import (
     repair,
     write_results_json,
 )
-from generation.backends.base import (
-    check_backend_options,
-    looks_secret,
-    mask_secrets,
-    parse_backend_options,
-    strip_url_credentials,
-)
+from generation.backends.base import check_backend_options, parse_backend_options
+from generation.boundary import guard, one_line
 from generation.documents import select_documents
 from generation.io.outputs import output_lock, refuse_symlink
 from generation.io.records import ResumableJsonl
@@ -75,7 +71,6 @@ from generation.io.resume import (
     normalise,
     records_digest,
 )
-from generation.options import one_line
 from generation.prompts import render_answer_input
 
 __all__ = ["build_parser", "load_exemplars", "load_rows", "main", "parse_answer_args", "run"]
@@ -131,9 +126,10 @@ def answer_options(args: AnswerArguments) -> dict:
     kept = {
         key: options[key]
         for key in sorted(options)
-        if key not in NON_ANSWER_OPTIONS and not looks_secret(key)
+        if key not in NON_ANSWER_OPTIONS and not secrets.is_secret_key(key)
     }
-    return normalise(kept)  # YAML scalars may be dates etc.: what JSON round-trips compares
+    # YAML scalars may be dates etc.: store what JSON round-trips, so old == new compares.
+    return secrets.scrub(normalise(kept))
 
 
 def local_fingerprint(path: str | None) -> str | None:
@@ -162,7 +158,7 @@ def run_meta(args: AnswerArguments, prompt_format: str, decoding: str = "greedy"
         "prompt_format": prompt_format,
         "decoding": decoding,
         "dtype": args.dtype,
-        "base_url": strip_url_credentials(args.base_url) if args.backend == "openai" else None,
+        "base_url": secrets.strip_url(args.base_url) if args.backend == "openai" else None,
         "backend_options": answer_options(args),
     }
 
@@ -557,37 +553,10 @@ def _answer(args: AnswerArguments, state) -> int:
     return report(args, answered, new_tokens, elapsed, total)
 
 
-def known_secrets(argv: list[str] | None) -> list[str]:
-    """The credentials this run was given (the API key from the environment or an option), so
-    that no message repeats them."""
-    secrets = [os.environ.get("OPENAI_API_KEY", "")]
-    for item in argv or []:
-        key, sep, value = item.partition("=")
-        if sep and looks_secret(key.strip().replace("-", "_")):
-            secrets.append(value)
-    return [s for s in secrets if s]
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `ambigdocs answer` and `accelerate launch -m generation.answering.answer`."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    secrets = known_secrets(argv)
-
-    def fail(err: Exception, status: int, more: str = "") -> int:
-        text = mask_secrets(one_line(err), secrets)
-        print(f"ambigdocs answer: error: {text}{more}", file=sys.stderr)
-        return status
-
-    output = "the output"
-    try:
-        args = parse_answer_args(argv)
-        output = args.output
-        return run(args)
-    except (ValueError, OSError) as err:  # bad input; a model or file that cannot be read
-        return fail(err, 2)
-    except RuntimeError as err:  # e.g. an API request that failed for good
-        more = f" The finished answers are kept in {output}; run the same command again to resume."
-        return fail(err, 1, more)
+    return guard("ambigdocs answer", lambda: run(parse_answer_args(argv)), argv)
 
 
 if __name__ == "__main__":

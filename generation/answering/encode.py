@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from generation.boundary import one_line
 from generation.io.passages import iter_passage_rows
 from generation.io.records import atomic_write_json, atomic_write_npy
 from generation.io.resume import (
@@ -38,7 +39,6 @@ from generation.io.resume import (
     settings_differences,
     unreadable_state,
 )
-from generation.options import one_line
 
 PASSAGE_FORMAT = "{title} {text}"  # what the encoder reads (the authors' retrieval format)
 

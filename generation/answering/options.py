@@ -1,22 +1,22 @@
 """The options of `ambigdocs answer` (and the data options `ambigdocs retrieve` shares), as typed
-dataclasses parsed the project's one way (`generation/options.py`: `transformers.HfArgumentParser`,
-values type-checked, one-line errors).
+dataclasses parsed the project's one way (`generation/options.py`: values type-checked, one-line
+errors).
 
 Each field is one flag (`data_dir` -> `--data-dir`, also `--data_dir`); its `help` metadata is the
-flag's help. `--args-file FILE.yaml` reads the same options from YAML (keys are field names, read
-by `generation.options.parse_mapping`); flags given on the command line win over the file.
+flag's help. `--args-file FILE.yaml` reads the same options from YAML (keys are field names); a
+flag given on the command line always wins over the file.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import sys
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from generation.documents import DEFAULT_NUM_DOCS
-from generation.options import parse_argv, parse_mapping
+from generation.options import build_parser as _build_parser
+from generation.options import parse_argv
 
 Backend = Literal["hf", "vllm", "openai"]
 Setting = Literal["gold-only", "gold-retrieved", "retrieved-only"]
@@ -135,17 +135,9 @@ class AnswerArguments(DataArguments):
         metadata={
             "help": "any other back-end option (VALUE read as a YAML scalar), repeatable",
             "aliases": ["--backend-arg"],
-            "action": "append",
             "metavar": "KEY=VALUE",
         },
     )
-
-    def __post_init__(self) -> None:
-        # `action="append"` with the parser's `nargs="+"` gives one list per flag: flatten.
-        flat: list[str] = []
-        for item in self.backend_option:
-            flat.extend(item if isinstance(item, list) else [item])
-        self.backend_option = flat
 
     def check(self) -> None:
         """Checks what can be checked before anything is loaded.
@@ -199,10 +191,8 @@ DESCRIPTION = "Answer AmbigDocs questions with a model (paper Section 5, Figures
 
 
 def build_parser():
-    """The `HfArgumentParser` over `AnswerArguments` (for `--help` and tests)."""
-    from transformers import HfArgumentParser
-
-    return HfArgumentParser(AnswerArguments, prog="ambigdocs answer", description=DESCRIPTION)
+    """The parser over `AnswerArguments` (for `--help` and tests)."""
+    return _build_parser("ambigdocs answer", DESCRIPTION, [AnswerArguments])
 
 
 def parse_answer_args(argv: list[str] | None = None) -> AnswerArguments:
@@ -214,32 +204,4 @@ def parse_answer_args(argv: list[str] | None = None) -> AnswerArguments:
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     (args,) = parse_argv("ambigdocs answer", DESCRIPTION, [AnswerArguments], argv)
-    if not args.args_file:
-        return args
-    where = f"--args-file {args.args_file}"
-    merged = {str(k).replace("-", "_"): v for k, v in _read_yaml(args.args_file, where).items()}
-    for f in fields(AnswerArguments):  # a flag given on the command line wins over the file
-        value = getattr(args, f.name)
-        if value != _default(f) or f.name not in merged:
-            merged[f.name] = value
-    (merged_args,) = parse_mapping([AnswerArguments], merged, where)
-    return merged_args
-
-
-def _default(f: dataclasses.Field):
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return f.default
-
-
-def _read_yaml(path: str, where: str) -> dict:
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        reason = (str(err).splitlines() or [type(err).__name__])[0]
-        raise ValueError(f"{where}: cannot be read ({reason})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{where}: expected a mapping of option names to values")
-    return data
+    return args

@@ -13,13 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from generation.io.records import ResumableJsonl, atomic_write_jsonl, iter_jsonl
+from generation.io.resume import meta_path
 
 # A row is finished only with all of these (a line cut to `{"qid": 1020}` is not).
 FINISHED_FIELDS = ("qid", "question", "docs", "gen_answer", "setting", "model", "seed")
-
-
-def meta_path(output: Path) -> Path:
-    return output.with_name(output.name + ".meta.json")
 
 
 def part_path(output: Path, rank: int) -> Path:

@@ -160,7 +160,7 @@ def load_encoder(model: str, device: str | None, batch_size: int = 128):
     quiet_bitsandbytes()  # before sentence-transformers imports bitsandbytes (through peft)
     from sentence_transformers import SentenceTransformer
 
-    from generation.options import one_line
+    from generation.boundary import one_line
 
     try:
         st = SentenceTransformer(model, device=device)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -100,7 +99,8 @@ def parse_backend_options(pairs: Sequence[str]) -> dict:
     keys become underscores.
 
     Raises:
-        ValueError: a pair without `=` or without a key.
+        ValueError: a pair without `=` or without a key, or a value that is not YAML (named by
+            its key only: the value may be a secret).
     """
     import yaml
 
@@ -109,7 +109,12 @@ def parse_backend_options(pairs: Sequence[str]) -> dict:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"--backend-option {pair!r}: expected KEY=VALUE")
-        options[key.strip().replace("-", "_")] = yaml.safe_load(value)
+        try:
+            options[key.strip().replace("-", "_")] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise ValueError(
+                f"--backend-option {key.strip()}: the value does not parse as YAML (quote it)"
+            ) from None
     return options
 
 
@@ -151,65 +156,3 @@ def check_backend_options(kind: str, options: dict) -> None:
             f"unknown --backend-option {', '.join(unknown)} for the {kind} back-end; "
             f"it takes: {', '.join(known)}"
         )
-
-
-# --- secrets -------------------------------------------------------------------------------
-
-SECRET_WORDS = ("secret", "password", "passwd", "credential")
-
-# Things that look like credentials in free text: OpenAI/Anthropic-style `sk-...` keys, Hugging
-# Face `hf_...` tokens, bearer tokens, and `key=value` pairs whose name says key/token/secret.
-_KEY_LIKE = re.compile(
-    r"(?:\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{8,}|\bhf_[A-Za-z0-9]{8,}"
-    r"|(?i:bearer)\s+[A-Za-z0-9._~+/\-]{8,}=*"
-    r"|(?i:(?:api[_-]?key|token|secret|password|passwd)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&]{4,})"
-)
-
-# The password of a URL's user info: `scheme://user:PASSWORD@host`.
-_URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^@\s/]+@")
-
-
-def looks_secret(key: str) -> bool:
-    """Whether an option name looks like a credential (`api_key`, `hf_token`, `*secret*`, ...)."""
-    key = key.lower()
-    return key.endswith(("key", "token")) or any(word in key for word in SECRET_WORDS)
-
-
-def mask_secrets(text: str, secrets=()) -> str:
-    """`text` with the given secrets and anything key-like replaced by `***`.
-
-    Args:
-        text: a message about to be printed or written.
-        secrets: values known to be secret (the configured API key); empty ones are ignored.
-    """
-    for secret in sorted(
-        {str(s) for s in secrets if s and len(str(s)) >= 4}, key=len, reverse=True
-    ):
-        text = text.replace(secret, "***")
-
-    def _mask(match: re.Match) -> str:
-        found = match.group(0)
-        # Keep a `name=` prefix readable; mask the value.
-        prefix = re.match(
-            r"(?i:(?:api[_-]?key|token|secret|password|passwd)[\"']?\s*[:=]\s*[\"']?)", found
-        )
-        return (prefix.group(0) if prefix else "") + "***"
-
-    text = _URL_PASSWORD.sub(r"\1***@", text)
-    return _KEY_LIKE.sub(_mask, text)
-
-
-def strip_url_credentials(url: str | None) -> str | None:
-    """A URL without user name and password (`http://user:pw@host` -> `http://host`) and with
-    the values of key-like query parameters masked, safe to write to a settings file."""
-    if not url:
-        return url
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(k, "***" if looks_secret(k) else v) for k, v in pairs], safe="*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))

@@ -16,7 +16,9 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
-from generation.backends.base import Generation, mask_secrets
+from generation import secrets
+from generation.backends.base import Generation
+from generation.boundary import ServiceError
 from generation.prompts import Prompt
 
 DEFAULT_MAX_CONCURRENCY = 8
@@ -125,14 +127,15 @@ class OpenAIBackend:
         self.seed = seed
         self.show_progress = show_progress
         self._openai = openai
-        self._secrets = (key,)  # masked out of every message, whatever the server echoes
+        if key != "EMPTY":
+            secrets.remember(key)  # masked out of every message, whatever the server echoes
         # The client's own retries are off: ours are explicit, logged and tested.
         self.client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
         self._rng = random.Random()
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:  # never shows the key
-        return f"OpenAIBackend(model={self.model_name!r}, base_url={str(self.client.base_url)!r})"
+        return f"OpenAIBackend(model={self.model_name!r}, base_url={secrets.mask(str(self.client.base_url))!r})"
 
     def generate(
         self, prompts: Sequence[Prompt], *, max_new_tokens: int, return_scores: bool = False
@@ -140,7 +143,7 @@ class OpenAIBackend:
         """One chat completion per prompt, `max_concurrency` at a time, in input order.
 
         Raises:
-            RuntimeError: a request failed for good (after retries when they apply) or got a
+            ServiceError (a RuntimeError): a request failed for good (after retries when they apply) or got a
                 malformed reply (no choices); the message names the prompt index and the HTTP
                 status. The requests still queued are then dropped.
         """
@@ -200,20 +203,20 @@ class OpenAIBackend:
                 return self._to_generation(response, return_scores, index)
             except openai.APIStatusError as err:
                 status, retry_after = err.status_code, _retry_after(err)
-                reason = mask_secrets(f"HTTP {status}: {_server_message(err)}", self._secrets)
+                reason = secrets.mask(f"HTTP {status}: {_server_message(err)}")
                 if status not in RETRYABLE_STATUS:
-                    raise RuntimeError(f"prompt {index}: {reason}") from None
+                    raise ServiceError(f"prompt {index}: {reason}") from None
             except (openai.APITimeoutError, openai.APIConnectionError) as err:
                 retry_after, reason = None, type(err).__name__
             if attempt == self.max_retries:
-                raise RuntimeError(
+                raise ServiceError(
                     f"prompt {index}: gave up after {self.max_retries + 1} tries ({reason})"
                 )
             delay = self._backoff(attempt, retry_after)
             if stop is None:
                 time.sleep(delay)
             elif stop.wait(delay):  # another request failed for good: give up quietly
-                raise RuntimeError(f"prompt {index}: cancelled after another request failed")
+                raise ServiceError(f"prompt {index}: cancelled after another request failed")
         raise AssertionError("unreachable")
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
@@ -228,14 +231,14 @@ class OpenAIBackend:
         """A `Generation` from a chat completion.
 
         Raises:
-            RuntimeError: the response has no choices (a malformed reply); names the prompt.
+            ServiceError (a RuntimeError): the response has no choices (a malformed reply); names the prompt.
         """
         choices = getattr(response, "choices", None)
         if not choices:
-            raise RuntimeError(f"prompt {index}: the server's response has no choices")
+            raise ServiceError(f"prompt {index}: the server's response has no choices")
         choice = choices[0]
         if getattr(choice, "message", None) is None:
-            raise RuntimeError(f"prompt {index}: the server's response has no message")
+            raise ServiceError(f"prompt {index}: the server's response has no message")
         text = choice.message.content or ""
         usage = getattr(response, "usage", None)
         n = getattr(usage, "completion_tokens", None) if usage is not None else None

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from generation.backends.seq2seq import Seq2SeqGenerator
-from generation.options import one_line
+from generation.boundary import one_line
 from generation.prompts import strip_disambiguation
 
 DEFAULT_CONVERTER = "domenicrosati/question_converter-3b"

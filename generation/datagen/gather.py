@@ -64,15 +64,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
+from generation.boundary import one_line
 from generation.datagen.gather_rules import (
     authors_dump_entities,
     authors_entities,
     authors_valid_title,
+    normalize_title,
     opens_a_line,
 )
 from generation.datagen.stage_io import check_output, format_stats, stats_path
 from generation.io.records import atomic_write_json
-from generation.options import one_line, option, run_command
+from generation.options import option, run_command
 
 # The disambiguation templates of the English Wikipedia (Category:Disambiguation message boxes)
 # and their common redirects, lower-cased, spaces for underscores.
@@ -118,12 +120,6 @@ INTERWIKI_PREFIXES = frozenset(
 ENTITY_RULES = ("authors", "list-items")
 _SEE_ALSO = re.compile(r"^\s*=+\s*see also\s*=+\s*$", re.IGNORECASE | re.MULTILINE)
 _LIST_ITEM = re.compile(r"^[*#]+[:;]*\s*(.*)$")
-
-
-def normalize_title(name: str) -> str:
-    """A link target as MediaWiki names the page: `_` = space, single spaces, first letter upper."""
-    name = " ".join(name.replace("_", " ").split())
-    return name[:1].upper() + name[1:]
 
 
 def normalize_template(name: str) -> str:

@@ -154,13 +154,17 @@ def dump_plain_text(wikitext: str) -> str:
     return "\n".join(out).strip()
 
 
+def normalize_title(name: str) -> str:
+    """A link target as MediaWiki names the page: `_` = space, single spaces, first letter upper."""
+    name = " ".join(name.replace("_", " ").split())
+    return name[:1].upper() + name[1:]
+
+
 def dump_links(wikitext: str, blocked_prefixes: Iterable[str]) -> list[str]:
     """The page's own links into the main namespace (normalised titles, section part dropped;
     no links into other namespaces or other wikis), as `prop=links` would list them from the
     page's wikitext, in API order."""
     import mwparserfromhell
-
-    from generation.datagen.gather import normalize_title
 
     blocked = {p.lower() for p in blocked_prefixes}
     titles = []

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generation.backends.base import BACKENDS, LazyBackend, parse_backend_options
-from generation.options import check_at_least, one_line, option
+from generation.boundary import one_line
+from generation.options import check_at_least, option
 
 
 @dataclass(kw_only=True)
@@ -29,7 +30,6 @@ class ModelOptions:
     backend_option: list[str] = option(
         [],
         help="extra back-end options KEY=VALUE, e.g. dtype=bfloat16 or base_url=...; repeatable",
-        action="extend",
         metavar="KEY=VALUE",
     )
 

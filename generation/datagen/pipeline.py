@@ -43,7 +43,6 @@ Python: `run(config_path, overwrite=(), dry_run=False) -> int`.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import gc
 import importlib
@@ -55,11 +54,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, asdict
 from pathlib import Path
 
-from generation.cli import STAGES
+from generation import secrets
+from generation.boundary import guard
+from generation.datagen import STAGES
 from generation.datagen.stage_io import stats_path
 from generation.io.records import atomic_write_json, check_utf8
 from generation.io.resume import normalise, partial_path
-from generation.options import INPUT_ERRORS, one_line, parse_mapping
+from generation.options import option as _option
+from generation.options import parse_mapping, run_command
 
 ORDER = ("gather", "seed", "questions", "filter", "expand", "split")
 
@@ -272,23 +274,20 @@ class _StagePlan:
         self.record = _record(options)
 
     def describe(self) -> str:
-        return f"ambigdocs build {self.name} {' '.join(command_line(self.options))}"
+        return secrets.mask(f"ambigdocs build {self.name} {' '.join(command_line(self.options))}")
 
     def run(self, overwrite: bool) -> int:
         options = [
             dataclasses.replace(o, overwrite=True) if overwrite and hasattr(o, "overwrite") else o
             for o in self.options
         ]
-        try:
-            # A stage with one option dataclass takes its fields, one with several takes them.
-            if len(options) == 1:
-                self.module.run(**asdict(options[0]))
-            else:
-                self.module.run(*options)
-        except INPUT_ERRORS as err:
-            print(f"ambigdocs build {self.name}: error: {one_line(err)}", file=sys.stderr)
-            return 2
-        return 0
+        # A stage with one option dataclass takes its fields, one with several takes them.
+        if len(options) == 1:
+            call = lambda: self.module.run(**asdict(options[0]))  # noqa: E731
+        else:
+            call = lambda: self.module.run(*options)  # noqa: E731
+        # The stage's own name in its error line; a failed stage stops the chain.
+        return guard(f"ambigdocs build {self.name}", call)
 
 
 def _stage_options(name: str, options: Mapping[str, object], where: str) -> tuple:
@@ -309,9 +308,10 @@ def _stage_plan(name: str, options: Mapping[str, object], config_path) -> _Stage
 
 
 def _record(options: Sequence[object]) -> dict:
-    """Every option of a stage, defaults filled in, as the state file records them."""
+    """Every option of a stage, defaults filled in, as the state file records them (secrets
+    as `***`)."""
     # YAML scalars may be dates etc.: record what JSON round-trips, so old == new compares.
-    return normalise({k: v for o in options for k, v in asdict(o).items()})
+    return secrets.scrub(normalise({k: v for o in options for k, v in asdict(o).items()}))
 
 
 def _recorded_options(name: str, options: Mapping[str, object]) -> dict:
@@ -329,31 +329,26 @@ def _read_state(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="ambigdocs build all",
-        description="Run the data pipeline from a YAML config; skips the stages already done.",
-    )
-    p.add_argument("--config", required=True, help="YAML config (see configs/pipeline.yaml)")
-    p.add_argument(
-        "--overwrite",
-        nargs="+",
-        default=[],
-        metavar="STAGE",
+@dataclasses.dataclass
+class AllOptions:
+    """The options of `ambigdocs build all`."""
+
+    config: str = _option(help="YAML config (see configs/pipeline.yaml)")
+    overwrite: list[str] = _option(
+        [],
         help="run these stages again from scratch, even when done (and so every stage after)",
+        metavar="STAGE",
     )
-    p.add_argument("--only", nargs="+", metavar="STAGE", help="run only these stages")
-    p.add_argument("--dry-run", action="store_true", help="print what would run, and why")
-    return p
+    only: list[str] | None = _option(None, help="run only these stages", metavar="STAGE")
+    dry_run: bool = _option(False, help="print what would run, and why")
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return run(args.config, overwrite=args.overwrite, dry_run=args.dry_run, only=args.only)
-    except INPUT_ERRORS as err:
-        print(f"ambigdocs build all: error: {one_line(err)}", file=sys.stderr)
-        return 2
+    def run_all(o: AllOptions) -> int:
+        return run(o.config, overwrite=o.overwrite, dry_run=o.dry_run, only=o.only)
+
+    description = "Run the data pipeline from a YAML config; skips the stages already done."
+    return run_command("ambigdocs build all", description, [AllOptions], run_all, argv)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from generation.options import one_line
+from generation.boundary import UsageError, one_line
 
 # ModelConfig fields whose defaults differ here from trl's (the paper's settings). `dtype: auto`
 # means here: bfloat16 where it runs (see generation.distill.train.resolve_compute_dtype).
@@ -228,8 +228,9 @@ def short_help() -> str:
 
 
 def _raise_usage_error(message: str):
-    """argparse's `error` for this parser: a ValueError (one line from `main`), not exit + usage."""
-    raise ValueError(message)
+    """argparse's `error` for this parser: a UsageError (one line from the error boundary), not
+    exit + usage."""
+    raise UsageError(message)
 
 
 def make_parser(preset: str = "paper"):

@@ -35,8 +35,8 @@ import warnings
 from pathlib import Path
 
 from generation.backends.loading import no_peft_deprecation_noise, save_base_quantization
+from generation.boundary import guard
 from generation.distill.args import DistillArguments, check_paths, parse_args, short_help
-from generation.options import one_line
 
 logger = logging.getLogger("ambigdocs.distill")
 
@@ -424,14 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         make_parser().print_help()
         return 0
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        args, model_args, training_args = parse_args(argv)
-        run(args, model_args, training_args)
-    except (ValueError, OSError) as err:
-        # One line, whatever the library wrote; a file error names the file, not its errno.
-        print(f"ambigdocs distill: error: {one_line(err)}", file=sys.stderr)
-        return 2
-    return 0
+    return guard("ambigdocs distill", lambda: run(*parse_args(argv)), argv)
 
 
 if __name__ == "__main__":

@@ -18,13 +18,14 @@ one split) publishes it.
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 import datasets
 
@@ -32,6 +33,7 @@ from ambigdocs import ReleaseDownloadError
 from generation.hub import card as dataset_card
 from generation.hub import remote
 from generation.hub.layout import DEFAULT_MAX_SHARD_BYTES, check_config_name, write_split
+from generation.options import check_at_least, option, run_command
 
 
 def export_dataset(
@@ -140,52 +142,35 @@ def build_configs(
     return out
 
 
-def _positive_int(text: str) -> int:
-    """An argparse type: an integer of at least 1 (a shard size of 0 MiB makes no shards)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+@dataclasses.dataclass
+class ExportOptions:
+    """The options of `ambigdocs export`."""
+
+    output_dir: str = option(
+        help="the folder to write (must not exist or be empty)", positional=True
+    )
+    config: list[Literal["default", "sample"]] = option(
+        ["default"], help="builder config to export; repeat for several", repeat=True
+    )
+    data_dir: str | None = option(
+        None, help="raw files in the release layout (train.json, dev.json, test.json) for `default`"
+    )
+    repo_id: str = option("NAMESPACE/ambigdocs", help="Hub id named in the card")
+    overwrite: bool = option(False, help="replace a non-empty output_dir")
+    cache_dir: str | None = option(None, help="datasets cache for the build")
+    max_shard_mb: int = option(
+        DEFAULT_MAX_SHARD_BYTES >> 20, help="Parquet shard size in MiB (at least 1)"
+    )
+
+    def __post_init__(self) -> None:
+        check_at_least(self, 1, "max_shard_mb")  # a shard size of 0 MiB makes no shards
+        if len(set(self.config)) != len(self.config):
+            raise ValueError("each --config may be given once")
+        if self.data_dir and "default" not in self.config:
+            raise ValueError("--data-dir feeds the `default` config; add --config default")
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="ambigdocs export",
-        description="Write a script-free, Hub-ready copy of AmbigDocs (Parquet + dataset card).",
-    )
-    parser.add_argument("output_dir", help="the folder to write (must not exist or be empty)")
-    parser.add_argument(
-        "--config",
-        action="append",
-        choices=["default", "sample"],
-        help="builder config to export; repeat for several (default: default)",
-    )
-    parser.add_argument(
-        "--data-dir",
-        help="raw files in the release layout (train.json, dev.json, test.json) for `default`",
-    )
-    parser.add_argument("--repo-id", default="NAMESPACE/ambigdocs", help="Hub id named in the card")
-    parser.add_argument("--overwrite", action="store_true", help="replace a non-empty output_dir")
-    parser.add_argument("--cache-dir", help="datasets cache for the build")
-    parser.add_argument(
-        "--max-shard-mb",
-        type=_positive_int,
-        default=DEFAULT_MAX_SHARD_BYTES >> 20,
-        help="Parquet shard size in MiB (at least 1)",
-    )
-    args = parser.parse_args(argv)
-    args.config = args.config or ["default"]
-    if len(set(args.config)) != len(args.config):
-        parser.error("each --config may be given once")
-    if args.data_dir and "default" not in args.config:
-        parser.error("--data-dir feeds the `default` config; add --config default")
-    return args
-
-
-def _build_named(args: argparse.Namespace, kwargs: dict) -> dict:
+def _build_named(args: ExportOptions, kwargs: dict) -> dict:
     """`build_configs`, with `--data-dir` named in the errors about that folder."""
     try:
         return build_configs(args.config, args.data_dir, **kwargs)
@@ -193,34 +178,34 @@ def _build_named(args: argparse.Namespace, kwargs: dict) -> dict:
         if args.data_dir and str(err).startswith(f"{Path(args.data_dir)}:"):
             raise ValueError(f"--data-dir {err}") from None
         raise
+    except ReleaseDownloadError as err:  # say what works offline
+        raise ValueError(
+            f"{err.reason}; give the raw files with --data-dir RAW, or export the bundled "
+            "sample with --config sample"
+        ) from None
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def run(args: ExportOptions) -> int:
+    """Builds the configs and writes the export; prints what it wrote."""
     kwargs = {"cache_dir": args.cache_dir} if args.cache_dir else {}
-    try:
-        remote.check_repo_id(args.repo_id)  # the card's loading example must be a usable id
-        check_output_dir(args.output_dir, args.overwrite)  # before the build, which may be long
-        if args.cache_dir and Path(args.cache_dir).exists() and not Path(args.cache_dir).is_dir():
-            raise ValueError(f"--cache-dir {args.cache_dir}: a file, not a folder")
-        configs = _build_named(args, kwargs)
-        written = export_dataset(
-            configs, args.output_dir, args.repo_id, args.overwrite, args.max_shard_mb << 20
-        )
-    except ReleaseDownloadError as err:
-        print(
-            f"ambigdocs export: error: {err.reason}; give the raw files with --data-dir RAW, or "
-            "export the bundled sample with --config sample",
-            file=sys.stderr,
-        )
-        return 2
-    except Exception as err:  # bad input: one line, status 2; anything else is a bug
-        return remote.fail("ambigdocs export", err)
+    remote.check_repo_id(args.repo_id)  # the card's loading example must be a usable id
+    check_output_dir(args.output_dir, args.overwrite)  # before the build, which may be long
+    if args.cache_dir and Path(args.cache_dir).exists() and not Path(args.cache_dir).is_dir():
+        raise ValueError(f"--cache-dir {args.cache_dir}: a file, not a folder")
+    configs = _build_named(args, kwargs)
+    written = export_dataset(
+        configs, args.output_dir, args.repo_id, args.overwrite, args.max_shard_mb << 20
+    )
     for config, splits in configs.items():
         for split, ds in splits.items():
             print(f"{config}/{split}: {len(ds):,} rows")
     print(f"wrote {len(written)} files to {args.output_dir}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    description = "Write a script-free, Hub-ready copy of AmbigDocs (Parquet + dataset card)."
+    return run_command("ambigdocs export", description, [ExportOptions], run, argv)
 
 
 if __name__ == "__main__":

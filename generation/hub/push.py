@@ -23,7 +23,7 @@ Every failure ends with one line and exit status 2.
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import fnmatch
 import functools
 import sys
@@ -45,6 +45,7 @@ from generation.hub.layout import (
     write_split,
 )
 from generation.io.records import check_utf8
+from generation.options import option, run_command
 
 REPO_TYPE = "dataset"
 # Files of a dataset repository that are not data (never counted as unexported data files).
@@ -327,7 +328,7 @@ def push_split(
             cannot be extended, or `create_pr` names a branch that does not exist.
         Exception: whatever the Hub client raises when the Hub cannot be reached or refuses
             (on a dry run, the plan for a new repository is printed first);
-            `remote.fail` turns it into one line.
+            the error boundary (`generation/boundary.py`) turns it into one line.
     """
     out = out or sys.stdout
     # Everything that can be checked offline is checked before the first Hub call.
@@ -404,44 +405,30 @@ def _print_plan(
     return operations
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="ambigdocs push",
-        description="Add or replace one split of a script-free AmbigDocs dataset on the Hub.",
+@dataclasses.dataclass
+class PushOptions:
+    """The options of `ambigdocs push`."""
+
+    source: str = option(
+        help="raw file, raw folder (release layout), or export folder", positional=True
     )
-    parser.add_argument("source", help="raw file, raw folder (release layout), or export folder")
-    parser.add_argument("--repo-id", required=True, help="NAMESPACE/NAME of the dataset repo")
-    parser.add_argument("--split", required=True, help="the split to add or replace")
-    parser.add_argument("--config", default="default", help="the config it belongs to")
-    parser.add_argument("--source-config", help="config to read from an export folder")
-    parser.add_argument("--private", action="store_true", help="create the repository private")
-    parser.add_argument("--revision", help="branch to commit to (created if missing)")
-    parser.add_argument(
-        "--create-pr",
-        action="store_true",
-        help="open a pull request (against an existing --revision)",
-    )
-    parser.add_argument("--dry-run", action="store_true", help="print what would be uploaded")
-    return parser.parse_args(argv)
+    repo_id: str = option(help="NAMESPACE/NAME of the dataset repo")
+    split: str = option(help="the split to add or replace")
+    config: str = option("default", help="the config it belongs to")
+    source_config: str | None = option(None, help="config to read from an export folder")
+    private: bool = option(False, help="create the repository private")
+    revision: str | None = option(None, help="branch to commit to (created if missing)")
+    create_pr: bool = option(False, help="open a pull request (against an existing --revision)")
+    dry_run: bool = option(False, help="print what would be uploaded")
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        push_split(
-            args.source,
-            args.repo_id,
-            args.split,
-            args.config,
-            source_config=args.source_config,
-            private=args.private,
-            revision=args.revision,
-            create_pr=args.create_pr,
-            dry_run=args.dry_run,
-        )
-    except Exception as err:
-        return remote.fail("ambigdocs push", err)
-    return 0
+    description = "Add or replace one split of a script-free AmbigDocs dataset on the Hub."
+
+    def run(o: PushOptions) -> None:
+        push_split(**dataclasses.asdict(o))
+
+    return run_command("ambigdocs push", description, [PushOptions], run, argv)
 
 
 if __name__ == "__main__":

@@ -26,8 +26,8 @@ same commit, so a renamed helper cannot linger. The token comes from `HF_TOKEN` 
 
 from __future__ import annotations
 
-import argparse
 import ast
+import dataclasses
 import re
 import shutil
 import sys
@@ -39,6 +39,7 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, SpaceCard
 
 from ambigdocs import RELEASE_REPO_ID
 from generation.hub import remote
+from generation.options import option, run_command
 
 REPO_TYPE = "space"
 METRIC_DIR = Path(__file__).resolve().parents[2] / "metric" / "ambigdocs_metric"
@@ -291,29 +292,23 @@ def check_space_folder(folder: Path) -> None:
                     )
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="ambigdocs push-metric",
-        description="Publish metric/ambigdocs_metric as a Hub Space for evaluate.load.",
-    )
-    parser.add_argument("--repo-id", required=True, help="NAMESPACE/NAME of the Space")
-    parser.add_argument("--private", action="store_true", help="create the Space private")
-    parser.add_argument("--dry-run", action="store_true", help="print what would be uploaded")
-    parser.add_argument(
-        "--metric-dir", default=str(METRIC_DIR), help="the evaluate module folder to publish"
-    )
-    return parser.parse_args(argv)
+@dataclasses.dataclass
+class PushMetricOptions:
+    """The options of `ambigdocs push-metric`."""
+
+    repo_id: str = option(help="NAMESPACE/NAME of the Space")
+    private: bool = option(False, help="create the Space private")
+    dry_run: bool = option(False, help="print what would be uploaded")
+    metric_dir: str = option(str(METRIC_DIR), help="the evaluate module folder to publish")
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        push_metric(
-            args.repo_id, metric_dir=args.metric_dir, private=args.private, dry_run=args.dry_run
-        )
-    except Exception as err:
-        return remote.fail("ambigdocs push-metric", err)
-    return 0
+    description = "Publish metric/ambigdocs_metric as a Hub Space for evaluate.load."
+
+    def run(o: PushMetricOptions) -> None:
+        push_metric(o.repo_id, metric_dir=o.metric_dir, private=o.private, dry_run=o.dry_run)
+
+    return run_command("ambigdocs push-metric", description, [PushMetricOptions], run, argv)
 
 
 if __name__ == "__main__":

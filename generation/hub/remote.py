@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete, constants
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 from huggingface_hub.errors import (
-    HfHubHTTPError,
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
 
-from metric.ambigdocs_metric.hub_errors import hub_unreachable, root_cause
+from metric.ambigdocs_metric.hub_errors import hub_unreachable
 
 _REPO_PART = re.compile(r"[A-Za-z0-9][\w.-]*")
 
@@ -210,31 +209,3 @@ def check_no_loading_script(repo_id: str, files: list[str]) -> None:
 def is_unreachable(err: BaseException) -> bool:
     """Whether `err` says the Hub could not be reached (network, offline mode)."""
     return hub_unreachable(err)
-
-
-def fail(prog: str, err: BaseException) -> int:
-    """Prints one line for a failed Hub command and returns its exit status, 2.
-
-    Bad input (`ValueError`, `FileExistsError`) is printed as is; an unreachable Hub names the
-    endpoint and the root cause; any other Hub error (not found, no access, HTTP) its root
-    cause; a local file error its file. Nothing else is expected here: it is raised again, as a
-    bug.
-
-    Raises:
-        Exception: `err` itself, when it is none of these.
-    """
-    if isinstance(err, (ValueError, FileExistsError)):
-        message = str(err)
-    elif is_unreachable(err):
-        detail = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else root_cause(err)
-        message = f"cannot reach the Hugging Face Hub at {constants.ENDPOINT} ({detail})"
-    elif isinstance(err, HfHubHTTPError):
-        message = f"the Hub call failed: {root_cause(err)}"
-    elif isinstance(err, OSError) and err.filename:  # a local file or folder
-        message = f"{err.filename}: {err.strerror or root_cause(err)}"
-    elif isinstance(err, OSError):
-        message = f"the Hub call failed: {root_cause(err)}"
-    else:
-        raise err
-    print(f"{prog}: error: {message}", file=sys.stderr)
-    return 2

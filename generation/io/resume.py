@@ -24,8 +24,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from generation.boundary import one_line
 from generation.io.records import ResumableJsonl, atomic_write_json, read_json
-from generation.options import one_line
 
 # Files up to this size are fingerprinted by content (SHA-256); larger ones (the 13 GB passage
 # file) by size and modification time, which is what a rewrite changes in practice.
@@ -231,6 +231,13 @@ def check_kept_rows(
 def partial_path(output: str | os.PathLike) -> Path:
     """Where a job keeps its finished batches until it writes `output`."""
     return Path(f"{output}.partial.jsonl")
+
+
+def meta_path(output: str | os.PathLike) -> Path:
+    """The settings file `ambigdocs answer` keeps beside its output (`OUTPUT.meta.json`), which
+    `ambigdocs evaluate` reads back for its provenance."""
+    output = Path(output)
+    return output.with_name(output.name + ".meta.json")
 
 
 def _settings_path(output: str | os.PathLike) -> Path:

@@ -13,13 +13,13 @@ per-example scores, plots and Disambig-F1 options of that command.
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from generation.io.records import atomic_write_jsonl, iter_jsonl
-from generation.options import one_line
+from generation.options import option, run_command
 
 
 def sample_to_answer(sample: Mapping, where: str) -> dict:
@@ -70,23 +70,29 @@ def samples_to_answers(path: str | Path) -> list[dict]:
     return [row for _, row in sorted(keyed, key=lambda pair: pair[0])]
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m generation.lm_eval_tasks.samples",
-        description="Convert lm-eval samples of the ambigdocs tasks to an answers file "
-        "(JSONL) that `ambigdocs evaluate` reads.",
+@dataclasses.dataclass
+class SamplesOptions:
+    """The options of `python -m generation.lm_eval_tasks.samples`."""
+
+    samples: str = option(
+        help="samples_<task>_<date>.jsonl written by lm_eval --log_samples", positional=True
     )
-    p.add_argument("samples", help="samples_<task>_<date>.jsonl written by lm_eval --log_samples")
-    p.add_argument("--output", required=True, help="the answers file to write (JSONL)")
-    args = p.parse_args(argv)
-    try:
-        rows = samples_to_answers(args.samples)
-        atomic_write_jsonl(args.output, rows)
-    except (OSError, ValueError) as err:
-        print(f"{p.prog}: error: {one_line(err)}", file=sys.stderr)
-        return 2
-    print(f"wrote {len(rows)} answers to {args.output}", file=sys.stderr)
-    return 0
+    output: str = option(help="the answers file to write (JSONL)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    description = (
+        "Convert lm-eval samples of the ambigdocs tasks to an answers file (JSONL) that "
+        "`ambigdocs evaluate` reads."
+    )
+
+    def run(o: SamplesOptions) -> None:
+        rows = samples_to_answers(o.samples)
+        atomic_write_jsonl(o.output, rows)
+        print(f"wrote {len(rows)} answers to {o.output}", file=sys.stderr)
+
+    prog = "python -m generation.lm_eval_tasks.samples"
+    return run_command(prog, description, [SamplesOptions], run, argv)
 
 
 if __name__ == "__main__":

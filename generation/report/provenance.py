@@ -9,6 +9,8 @@ from importlib import metadata
 from pathlib import Path
 
 import generation
+from generation import secrets
+from generation.io.resume import meta_path
 
 # Libraries whose versions can change a number in the report.
 LIBRARIES = ("numpy", "orjson", "torch", "transformers", "tokenizers", "matplotlib")
@@ -78,13 +80,12 @@ def hub_revision(repo_id: str, cache_dir: str | Path | None = None) -> str | Non
 
 
 def answer_run_settings(results: Path) -> dict | None:
-    """The run settings `ambigdocs answer` recorded beside its output, or None if there are none.
+    """The run settings `ambigdocs answer` recorded beside its output (secrets as `***`, also
+    from a file an older version wrote), or None if there are none.
 
     Raises:
         ValueError: the meta file exists but is not a JSON object.
     """
-    from generation.answering.answer import meta_path
-
     path = meta_path(results)
     if not path.is_file():
         return None
@@ -94,7 +95,7 @@ def answer_run_settings(results: Path) -> dict | None:
         raise ValueError(f"{path}: not valid JSON ({err})") from None
     if not isinstance(meta, dict):
         raise ValueError(f"{path}: expected a JSON object")
-    return meta
+    return secrets.scrub(meta)
 
 
 def build_provenance(

@@ -1,0 +1,134 @@
+"""The one error boundary: every expected failure of a command ends in one line and status 2.
+
+Both routes to a command pass here: the `ambigdocs` dispatcher (`generation/cli.py`) and a
+module's own `main` run by `python -m` (through `generation.options.run_command`). An expected
+failure is bad input or a broken environment, anything the user can fix: a value the options or
+the data refuse (`ValueError`, which covers JSON and Unicode errors), any operating-system error
+(a missing file, a full disk, a name too long, a link loop, a read-only folder, a network that
+cannot be reached), nesting too deep for the parsers (`RecursionError`), a number out of range
+(`OverflowError`), a YAML file that does not parse, and a Hub that cannot be reached. It is
+printed as `PROG: error: MESSAGE` on one line, the real file named and every secret masked
+(`generation/secrets.py`). Anything else is a bug and keeps its traceback.
+
+This module is below every command (it imports nothing of theirs), so `options`, `io` and the
+dispatcher may all use it.
+"""
+
+from __future__ import annotations
+
+import errno
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from generation import secrets
+
+
+class UsageError(ValueError):
+    """The command line does not parse (unknown flag, missing value, bad choice)."""
+
+
+class ServiceError(RuntimeError):
+    """A remote service (an API server) failed for good after its retries. Finished work is
+    kept, so the run can be resumed: one line and exit status 1 (not bad input)."""
+
+
+# Errors that are never a bug of the toolkit: what the user gave, or the machine it runs on.
+EXPECTED = (ValueError, OSError, RecursionError, OverflowError, ServiceError)
+
+
+def one_line(err: BaseException) -> str:
+    """An exception as one line: a file-system error names its file(s) and says what went wrong
+    (the shared writers of `generation/io` name the real output, never their temporary file);
+    line breaks are folded."""
+    if isinstance(err, OSError) and (err.filename or err.errno):
+        text = _os_message(err)
+    elif isinstance(err, RecursionError):
+        text = f"the input is nested too deeply to read ({err})"
+    else:
+        text = str(err)
+    return " ".join(text.split()) or type(err).__name__
+
+
+def _os_message(err: OSError) -> str:
+    reason = err.strerror or (errno.errorcode.get(err.errno) if err.errno else None)
+    reason = reason or str(err) or type(err).__name__
+    files = [f for f in (err.filename, err.filename2) if f is not None]
+    return f"{' -> '.join(map(str, files))}: {reason}" if files else reason
+
+
+def expected(err: BaseException) -> bool:
+    """Whether `err` is bad input or a broken environment (one line) rather than a bug.
+
+    An `OSError` is expected when the operating system or a library raised it (it carries an
+    errno or a file name, or is a library's subclass such as an HTTP error): a built-in one made
+    up by code with neither is a bug.
+    """
+    if isinstance(err, OSError):
+        library = type(err).__module__ != "builtins"
+        return bool(err.errno or err.filename) or library or _hub_unreachable(err)
+    if isinstance(err, EXPECTED):
+        return True
+    module = type(err).__module__ or ""
+    return module.startswith("yaml") or _hub_unreachable(err)
+
+
+def _hub_unreachable(err: BaseException) -> bool:
+    # A ValueError already says what is wrong in the command's words (it may wrap a network
+    # error, say "--model X: cannot be loaded"); before huggingface_hub is imported nothing
+    # could have tried the Hub.
+    if isinstance(err, ValueError) or "huggingface_hub" not in sys.modules:
+        return False
+    from metric.ambigdocs_metric.hub_errors import hub_unreachable
+
+    return hub_unreachable(err)
+
+
+def report(prog: str, err: BaseException) -> int:
+    """Prints the one line for an expected failure and returns its exit status."""
+    if _hub_unreachable(err):
+        from huggingface_hub import constants
+
+        from metric.ambigdocs_metric.hub_errors import root_cause
+
+        detail = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else root_cause(err)
+        text = (
+            f"cannot reach the Hugging Face Hub at {constants.ENDPOINT} ({detail}), and what it "
+            "needs is not in the local cache; give a local path or download it first"
+        )
+        print(f"{prog}: error: {secrets.mask(' '.join(text.split()))}", file=sys.stderr)
+        return 2
+    text = one_line(err)
+    if isinstance(err, ServiceError):
+        text += " The finished work is kept; run the same command again to resume."
+    print(f"{prog}: error: {secrets.mask(text)}", file=sys.stderr)
+    return 1 if isinstance(err, ServiceError) else 2
+
+
+def guard(prog: str, call: Callable[[], Any], argv: Sequence[str] = ()) -> int:
+    """Runs `call()`, ending an expected failure in one line (see the module docstring).
+
+    Args:
+        prog: the command's name, the start of the error line.
+        call: the command; its result is the exit status when it is an int (else 0).
+        argv: the command's arguments, whose secret values are masked in any message.
+
+    Returns:
+        The exit status: `call`'s, 2 for an expected failure, 1 for a `ServiceError`.
+
+    Raises:
+        Anything that is not an expected failure (a bug), unchanged.
+    """
+    secrets.remember_argv(argv)
+    # Without a network, a Hub request fails in seconds rather than after a minute of retries
+    # (the metric's home for it: its QA model loading uses the same check).
+    from metric.ambigdocs_metric.hub_errors import fail_fast_without_network
+
+    fail_fast_without_network()
+    try:
+        status = call()
+    except Exception as err:
+        if not expected(err):
+            raise
+        return report(prog, err)
+    return status if isinstance(status, int) else 0
