@@ -32,6 +32,10 @@ from huggingface_hub import constants, hf_hub_url
 # The metric's plain-Python reader and row parser: the builder imports nothing from generation/.
 from metric.ambigdocs_metric import json_files, scoring
 
+# The metric's error for a QA model that cannot be loaded, under a name users can `except`
+# (`ambigdocs.QAModelError`), whether the metric came from `evaluate.load` or from Python.
+from metric.ambigdocs_metric.qa_loading import QAModelError  # noqa: F401
+
 _CITATION = """\
 @inproceedings{lee2024ambigdocs,
   title={AmbigDocs: Reasoning across Documents on Different Entities under the Same Name},

@@ -128,6 +128,11 @@ def guard(prog: str, call: Callable[[], Any], argv: Sequence[str] = ()) -> int:
         Anything that is not an expected failure (a bug), unchanged.
     """
     secrets.remember_options(list(argv))
+    # Without a network, a Hub request fails in seconds rather than after a minute of retries
+    # (the metric's home for it: its QA model loading uses the same check).
+    from metric.ambigdocs_metric.hub_errors import fail_fast_without_network
+
+    fail_fast_without_network()
     try:
         status = call()
     except Exception as err:

@@ -237,10 +237,12 @@ def _dry_run(model: str, backend: str, few_shot: bool, out: Path) -> dict:
     return {str(r["qid"]): r.get("prompt", r.get("messages")) for r in rows}
 
 
-def _evaluate(answers: list[dict], tmp: Path, *extra: str) -> dict:
+def _evaluate(answers: list[dict] | Path, tmp: Path, *extra: str) -> dict:
+    """`ambigdocs evaluate` on answer rows, or directly on a samples file (a Path)."""
     tmp.mkdir()
-    path = tmp / "answers.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in answers))
+    path = answers if isinstance(answers, Path) else tmp / "answers.jsonl"
+    if not isinstance(answers, Path):
+        path.write_text("".join(json.dumps(r) + "\n" for r in answers))
     cmd = [sys.executable, "-m", "generation.cli", "evaluate", str(path)]
     cmd += ["--output-dir", str(tmp / "scores"), *extra]
     done = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=300)
@@ -264,7 +266,8 @@ def test_lm_eval_prompts_and_scores_equal_answer_and_evaluate(
         assert {str(a["qid"]): a["prompt"] for a in answers} == expected
         assert expected["0"].startswith("[INST] ") and len(expected) == 5
 
-        summary = _evaluate(answers, tmp_path / task, "--qa-model", str(tiny_qa_dir))
+        # lm-eval's samples file as it is, read by `ambigdocs evaluate` directly.
+        summary = _evaluate(samples, tmp_path / task, "--qa-model", str(tiny_qa_dir))
         reported = [k.split(",")[0] for k in results if "," in k and "_stderr" not in k]
         assert sorted(reported) == sorted(SCORED)
         for name in SCORED:

@@ -306,7 +306,9 @@ def test_bad_report_input_is_a_one_line_error(sample_dir, tmp_path, capsys):
     assert main([sample, "--output-dir", str(tmp_path / "b"), "--no-df1"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(
-        f"ambigdocs evaluate: error: {sample}: example 1: qid 0 is also example 0"
+        f"ambigdocs evaluate: error: {sample}: rows 0 and 1 both have qid 0; each question "
+        "may be scored once (to score several answers to one question, pass "
+        "--allow-duplicate-qids)"
     )
     assert "\n" not in err
     # Allowed for one file, several answers to a question still cannot be paired across files.

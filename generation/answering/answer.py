@@ -127,7 +127,8 @@ def answer_options(args: AnswerArguments) -> dict:
         for key in sorted(options)
         if key not in NON_ANSWER_OPTIONS and not secrets.is_secret_key(key)
     }
-    return secrets.scrub(normalise(kept))  # YAML scalars may be dates etc.: JSON round-trips
+    # YAML scalars may be dates etc.: store what JSON round-trips, so old == new compares.
+    return secrets.scrub(normalise(kept))
 
 
 def local_fingerprint(path: str | None) -> str | None:

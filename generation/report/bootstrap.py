@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 DEFAULT_RESAMPLES = 1000
 DEFAULT_SEED = 0
 LEVEL = 0.95
+# Below this many examples, intervals and p-values rest on too few questions to mean much
+# (the usual rule of thumb for a mean's sampling distribution).
+SMALL_SAMPLE = 30
 # Resamples drawn at once: bounds the (chunk x examples) weight matrix to a few tens of MB.
 CHUNK = 100
 
@@ -133,3 +136,14 @@ def point_means(records: Sequence[dict], keys: Sequence[str]) -> dict[str, float
             values = [v for v in (rec.get(key) for rec in records) if v is not None]
             out[key] = sum(values) / len(values) if values else None
     return out
+
+
+def small_sample_note(n: int, what: str = "intervals") -> str | None:
+    """A warning when `n` examples are too few for `what` (intervals, p-values) to mean much,
+    else None."""
+    if n >= SMALL_SAMPLE:
+        return None
+    return (
+        f"Only {n} examples: the 95% {what} rest on very few questions and can mislead "
+        f"(fewer than {SMALL_SAMPLE})."
+    )

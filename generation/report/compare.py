@@ -17,31 +17,16 @@ from generation.report.bootstrap import (
     LEVEL,
     percentile_interval,
     resampled_means,
+    small_sample_note,
     value_matrix,
 )
 from generation.report.layout import CATEGORY_NAMES, SCORE_KEYS, SCORE_LABELS
+from generation.report.predictions import index_by_qid
 from generation.report.tables import md_code, md_escape
 from metric.ambigdocs_metric.scoring import CATEGORIES
 
 UNSCORED = "unscored"  # the transition-matrix row/column of examples without a category
 CHUNK = 100
-
-
-def index_by_qid(records: Sequence[dict], name: str) -> dict[str, dict]:
-    """The records keyed by qid (as a string).
-
-    Raises:
-        ValueError: a record without a qid, or a qid seen twice (names the file and qid).
-    """
-    out: dict[str, dict] = {}
-    for i, rec in enumerate(records):
-        qid = rec.get("qid")
-        if qid is None:
-            raise ValueError(f"{name}: example {i} has no field 'qid'; comparison needs qids")
-        if str(qid) in out:
-            raise ValueError(f"{name}: qid {qid} appears twice; comparison needs unique qids")
-        out[str(qid)] = rec
-    return out
 
 
 def permutation_p_values(diffs: np.ndarray, defined: np.ndarray, n: int, seed: int) -> list:
@@ -87,9 +72,13 @@ def compare_pair(
 
     Returns:
         {"baseline", "system", "n_shared", "only_in_baseline", "only_in_system", "scores":
-        {key: {"baseline", "system", "difference", "ci95", "p_value", "n"}}, "transitions"}.
+        {key: {"baseline", "system", "difference", "ci95", "p_value", "n"}}, "transitions",
+        "note"}; the note warns of too few shared questions (None when there are enough).
     """
-    a_by, b_by = index_by_qid(base, names[0]), index_by_qid(other, names[1])
+    a_by, b_by = (
+        index_by_qid(base, names[0], "comparison"),
+        index_by_qid(other, names[1], "comparison"),
+    )
     shared = [q for q in a_by if q in b_by]
     a = [a_by[q] for q in shared]
     b = [b_by[q] for q in shared]
@@ -109,6 +98,7 @@ def compare_pair(
         "only_in_system": len(b_by) - len(shared),
         "scores": scores,
         "transitions": transition_matrix(a, b),
+        "note": small_sample_note(len(shared), "intervals and p-values") if n_resamples else None,
     }
 
 
@@ -180,6 +170,7 @@ def format_comparison_markdown(comparison: dict) -> str:
             f"{c['n_shared']} shared questions; left out: {c['only_in_baseline']} only in "
             f"{md_code(c['baseline'])}, {c['only_in_system']} only in {md_code(c['system'])}.",
             "",
+            *([f"Note: {c['note']}", ""] if c.get("note") else []),
             "| Score | baseline | system | difference | 95% CI | p-value |",
             "|---|---:|---:|---:|---:|---:|",
         ]

@@ -1,13 +1,17 @@
 """`ambigdocs evaluate`: score answered AmbigDocs examples with the paper's metrics.
 
-    ambigdocs evaluate RESULTS [RESULTS ...] --output-dir DIR [--no-df1] [--qa-model ID]
-        [--score-documents first5|shown|all] [--plot] [--labels-field FIELD]
-        [--bootstrap N] [--bootstrap-seed S] [--table-ci] [--report]
+    ambigdocs evaluate PRED [PRED ...] --output-dir DIR [--data-dir DIR | --config sample |
+        --dataset ID_OR_FOLDER] [--split test] [--subset] [--answer-field F] [--name NAME ...]
+        [--no-df1] [--qa-model ID] [--score-documents first5|shown|all] [--plot]
+        [--labels-field FIELD] [--bootstrap N] [--bootstrap-seed S] [--table-ci] [--report]
 
-RESULTS is the authors' results file (a JSON list of data-set rows, each with `gen_answer` and
-`docs`, the documents shown) or the JSONL that `ambigdocs answer` writes (same fields); other
-fields are ignored. One file writes DIR/per_example.jsonl and DIR/summary.json; several write one
-subfolder each and a combined DIR/summary.json. A table like the paper's Table 2 and the category
+PRED is a predictions file: `{qid, answer}` records (JSON or JSONL; `docs`, the documents shown,
+optional) joined with the data set named by --data-dir, --config or --dataset
+(generation/report/predictions.py), an lm-eval samples file, or, without a data set, whole rows:
+the authors' results file (a JSON list of data-set rows, each with `gen_answer` and `docs`) or
+the JSONL that `ambigdocs answer` writes. One file writes DIR/per_example.jsonl and
+DIR/summary.json; several write one subfolder each (named after --name) and a combined
+DIR/summary.json. A table like the paper's Table 2 and the category
 distribution (Figure 4) are printed; `--plot` draws the distribution as a stacked bar chart.
 The report steps (generation/report/outputs.py, docs/report.md) add intervals, slices and
 provenance to each summary and write table.md/.csv/.tex, comparison.json/.md (several files)
@@ -19,23 +23,36 @@ instant; Disambig-F1 loads the QA model only when asked.
 
 from __future__ import annotations
 
-import argparse
 import gc
-import os
-import shlex
 import sys
 from collections import Counter
 from pathlib import Path
 
+from generation.io.outputs import safe_name
 from generation.io.records import (
     atomic_write_binary,
     atomic_write_json,
     jsonl_bytes,
-    read_records,
 )
-from generation.options import one_line
-from generation.report.layout import CATEGORY_COLOURS, CATEGORY_NAMES, TABLE_ROWS
-from generation.report.outputs import ReportOptions, annotate_summary, write_report_files
+from generation.options import run_command
+from generation.report.agreement import format_agreement, label_agreement
+from generation.report.bootstrap import small_sample_note
+from generation.report.layout import (
+    CATEGORY_COLOURS,
+    CATEGORY_NAMES,
+    NO_ANSWER_RULE,
+    OUTPUT_FILES,
+    TABLE_ROWS,
+)
+from generation.report.options import (
+    DESCRIPTION,
+    PROG,
+    EvaluateOptions,
+    check_extra_args,
+    report_options,
+)
+from generation.report.outputs import annotate_summary, write_report_files
+from generation.report.predictions import join_predictions, load_dataset_rows, read_predictions
 from generation.report.provenance import qa_model_record
 from metric.ambigdocs_metric.disambig_f1 import DEFAULT_QA_MODEL
 from metric.ambigdocs_metric.scoring import (
@@ -48,24 +65,21 @@ from metric.ambigdocs_metric.scoring import (
 
 
 def load_results(path: str | Path) -> list[dict]:
-    """Reads answered examples: a JSON array or JSONL (`generation.io.records.read_records`).
+    """The rows of a results file of whole rows with their answers (the authors' format,
+    `ambigdocs answer`'s JSONL, lm-eval samples), repeated qids allowed; for `{qid, answer}`
+    predictions, see `generation.report.predictions.join_predictions`.
 
     Raises:
-        ValueError: malformed file, or a row without `gen_answer` (names the file and row).
+        ValueError: a malformed file, or a row without an answer (names the file and row).
     """
-    if Path(path).is_dir():
-        raise ValueError(f"{path}: a folder, not a results file (JSON or JSONL)")
-    rows = read_records(path)
-    for i, row in enumerate(rows):
-        if "gen_answer" not in row:
-            raise ValueError(f"{path}: row {i} (qid {row.get('qid')}) has no field 'gen_answer'")
-    return rows
+    return join_predictions(path, allow_duplicate_qids=True)
 
 
 def _contexts(rows: list[dict]) -> list | None:
-    """The shown documents per row, or None for every row when some row lacks them."""
+    """The shown documents per row (None for a row without them), or None when no row has any.
+    K-Precision is scored on the rows that have them (`k_precision_summary`)."""
     docs = [row.get("docs") for row in rows]
-    return docs if all(d is not None for d in docs) else None
+    return docs if any(d is not None for d in docs) else None
 
 
 # Below this many examples, starting worker processes costs more than it saves.
@@ -114,7 +128,11 @@ def score_lexical(
 
 
 def evaluate_rows(
-    rows: list[dict], score_documents: str = "first5", workers: int = 1, unique_qids: bool = True
+    rows: list[dict],
+    score_documents: str = "first5",
+    workers: int = 1,
+    unique_qids: bool = True,
+    system: str | None = None,
 ) -> tuple[list[dict], dict]:
     """The lexical scores of answered rows; returns (per-example records, summary).
 
@@ -123,6 +141,7 @@ def evaluate_rows(
         score_documents: see `scoring.scored_documents`.
         workers: processes for the scores.
         unique_qids: refuse two rows with the same qid.
+        system: the name of the system that answered (kept in each record).
     """
     predictions = [row["gen_answer"] for row in rows]
     scores = score_lexical(
@@ -130,7 +149,9 @@ def evaluate_rows(
     )
     records = [
         {
+            "index": i,
             "qid": row.get("qid"),
+            "system": system,
             "answer_recall": s.answer_recall,
             "entity_recall": s.entity_recall,
             "entity_answer_recall": s.entity_answer_recall,
@@ -138,11 +159,43 @@ def evaluate_rows(
             "answer_length": s.answer_length,
             "category": s.category,
         }
-        for row, s in zip(rows, scores, strict=True)
+        for i, (row, s) in enumerate(zip(rows, scores, strict=True))
     ]
     summary = aggregate(scores)
+    summary.update(k_precision_summary(records))
     summary["n"] = len(rows)
     return records, summary
+
+
+def k_precision_summary(records: list[dict]) -> dict:
+    """K-Precision over the rows that have their shown documents, and how many those are.
+
+    A file where some rows lack `docs` keeps K-Precision (its mean over the others) rather than
+    losing it for every row; `k_precision_n` and a note say on how many rows it rests.
+    """
+    values = [r["k_precision"] for r in records if r["k_precision"] is not None]
+    if not values:
+        return {}
+    return {"k_precision": sum(values) / len(values), "k_precision_n": len(values)}
+
+
+def summary_notes(summary: dict, bootstrap: int) -> list[str]:
+    """What changes how the numbers read, in words (summary.json, the console, the page)."""
+    n = summary["n"]
+    notes = []
+    with_docs = summary.get("k_precision_n", 0)
+    if with_docs == 0:
+        notes.append("K-Precision left out: no row has its shown documents ('docs').")
+    elif with_docs < n:
+        notes.append(
+            f"K-Precision is over the {with_docs} of {n} rows with shown documents ('docs'); "
+            f"{n - with_docs} have none."
+        )
+    notes.append(NO_ANSWER_RULE)
+    small = small_sample_note(n, "intervals") if bootstrap > 0 else None
+    if small:
+        notes.append(small)
+    return notes
 
 
 def add_disambig_f1(
@@ -223,46 +276,21 @@ def format_table(columns: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
-def format_agreement(categories: list[str | None], labels: list) -> str:
-    """Confusion matrix (rows: labels, columns: automatic categories), accuracy and Cohen's kappa,
-    like the paper's Figure 5."""
-    pairs = [
-        (str(lab), cat) for lab, cat in zip(labels, categories, strict=True) if lab is not None
-    ]
-    if not pairs:
-        return "no labels found"
-    counts = Counter(pairs)
-    order = list(CATEGORIES)
-    order += sorted({lab for lab, _ in pairs} - set(order))
-    n = len(pairs)
-    agree = sum(1 for lab, cat in pairs if lab == cat)
-    p_o = agree / n
-    lab_tot = Counter(lab for lab, _ in pairs)
-    cat_tot = Counter(cat for _, cat in pairs)
-    p_e = sum(lab_tot[c] * cat_tot[c] for c in order) / (n * n)
-    kappa = (p_o - p_e) / (1 - p_e) if p_e < 1 else 1.0
-    w = max(len(c) for c in order) + 1
-    lines = ["label \\ automatic".ljust(w + 8) + "".join(c[:9].rjust(10) for c in order)]
-    for lab in order:
-        if lab_tot[lab]:
-            lines.append(lab.ljust(w + 8) + "".join(str(counts[(lab, c)]).rjust(10) for c in order))
-    lines.append(f"agreement {agree}/{n} = {p_o:.3f}, Cohen's kappa {kappa:.3f}")
-    return "\n".join(lines)
-
-
 def format_examples(rows: list[dict], records: list[dict], labels_field: str | None = None) -> str:
     """One line per example: qid, category (and the label, marked when it differs), answer."""
     head = f"{'qid':>8}  {'category':10}" + (f"  {labels_field:10}" if labels_field else "")
     lines = [head + "  answer"]
+    differs = False
     for row, rec in zip(rows, records, strict=True):
         line = f"{str(rec['qid']):>8}  {str(rec['category']):10}"
         if labels_field:
             label = row.get(labels_field)
             mark = "" if label is None or label == rec["category"] else " *"
+            differs = differs or bool(mark)
             line += f"  {str(label) + mark:10}"
         answer = " ".join(row["gen_answer"].split())
         lines.append(f"{line}  {answer[:70] + '...' if len(answer) > 70 else answer}")
-    if labels_field:
+    if differs:
         lines.append(f"(* the automatic category differs from {labels_field!r})")
     return "\n".join(lines)
 
@@ -306,138 +334,64 @@ def plot_categories(columns: dict[str, dict], path: Path) -> None:
     plt.close(fig)
 
 
-def _column_names(paths: list[Path]) -> list[str]:
-    """Short unique names for the results files (their stems, made unique)."""
-    names, seen = [], Counter()
-    for p in paths:
-        stem = p.name.removesuffix(".jsonl").removesuffix(".json")
-        seen[stem] += 1
-        names.append(stem if seen[stem] == 1 else f"{stem}-{seen[stem]}")
-    return names
+def system_names(paths: list[Path], given: list[str] | None = None) -> list[str]:
+    """The name of each results file in every table, the plot, the page and the comparison.
+
+    Names given with --name are used as they are (one per file, all different). Otherwise a
+    file's stem (`mistral.gold`), with as many of its folders in front as it takes to tell files
+    of the same stem apart (`runs-a/answers`, `runs-b/answers`); the same file given twice is
+    numbered (`answers (2)`).
+
+    Raises:
+        ValueError: --name given a number of times other than the number of files, or twice
+            the same name, or an empty one.
+    """
+    if given:
+        if len(given) != len(paths):
+            raise ValueError(
+                f"--name was given {len(given)} times for {len(paths)} results files: give one "
+                "name per file, in the same order"
+            )
+        if any(not n.strip() for n in given):
+            raise ValueError("--name must not be empty")
+        repeated = [n for n, c in Counter(given).items() if c > 1]
+        if repeated:
+            raise ValueError(f"--name {repeated[0]!r} names two files: give each its own")
+        return list(given)
+    parts = [(*p.parent.parts, p.name.removesuffix(".jsonl").removesuffix(".json")) for p in paths]
+    distinct = list(dict.fromkeys(parts))  # the same file twice is told apart by a number
+    names = ["/".join(p[-1:]) for p in distinct]
+    for depth in range(2, max(map(len, distinct)) + 1):
+        if len(set(names)) == len(names):
+            break
+        names = [
+            "/".join(p[-depth:]) if names.count(n) > 1 else n
+            for p, n in zip(distinct, names, strict=True)
+        ]
+    by_parts = dict(zip(distinct, names, strict=True))
+    seen: Counter = Counter()
+    out = []
+    for name in (by_parts[p] for p in parts):
+        seen[name] += 1
+        out.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
+    return out
+
+
+def folder_names(names: list[str]) -> list[str]:
+    """Each system's subfolder of --output-dir: its name made a safe, unique path component
+    (`generation.io.outputs.safe_name`), never one of the command's own files."""
+    taken = list(OUTPUT_FILES)
+    folders = []
+    for name in names:
+        folders.append(safe_name(name.replace("/", "_"), taken))
+        taken.append(folders[-1])
+    return folders
 
 
 # --- command line ----------------------------------------------------------------------------------
 
 
-def check_extra_args(extra: list[str], flag: str) -> None:
-    """Raises ValueError when `extra`, options for a later `ambigdocs evaluate` run (e.g.
-    `ambigdocs answer --evaluate-args`), would not parse: found before hours of answering, not
-    after.
-    """
-    parser = build_parser()
-
-    def fail(message: str):
-        raise ValueError(f"{flag} {shlex.join(extra)!r}: {message}")
-
-    parser.error = fail
-    try:
-        args = parser.parse_args(["RESULTS", "--output-dir", "DIR", *extra])
-    except SystemExit:  # --help would end the run there
-        raise ValueError(f"{flag} {shlex.join(extra)!r}: not an option to pass on") from None
-    try:
-        _check_numbers(args)
-    except ValueError as err:
-        fail(str(err))
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="ambigdocs evaluate",
-        description="Score answered AmbigDocs examples (answer/entity/entity-answer recall, "
-        "categories, K-Precision, Disambig-F1).",
-    )
-    p.add_argument("results", nargs="+", type=Path, help="results files (JSON list or JSONL)")
-    p.add_argument("--output-dir", type=Path, required=True, help="where to write the scores")
-    p.add_argument("--no-df1", action="store_true", help="skip Disambig-F1 (no QA model)")
-    p.add_argument(
-        "--qa-model",
-        help=f"QA model for Disambig-F1 (path or Hub id; default {DEFAULT_QA_MODEL}, skipped "
-        "with a note when the Hub cannot be reached and it is not cached; a model named here "
-        "that cannot be loaded, or that is not a question-answering model, is an error)",
-    )
-    p.add_argument(
-        "--qa-batch-size",
-        type=int,
-        default=64,
-        help="at most this many windows per QA forward pass",
-    )
-    p.add_argument(
-        "--qa-batch-tokens",
-        type=int,
-        default=8192,
-        help="at most this many padded tokens per QA forward pass (default 8192)",
-    )
-    p.add_argument(
-        "--qa-padding",
-        choices=["longest", "max_length"],
-        default="longest",
-        help="pad each batch of similar-length windows to its longest (default) or every window "
-        "to 384 tokens as run_qa did (same spans, slower)",
-    )
-    p.add_argument(
-        "--qa-dtype",
-        choices=["float32", "bfloat16", "float16"],
-        default="float32",
-        help="QA model precision; float32 (default) as the authors ran it, the others can change spans",
-    )
-    p.add_argument(
-        "--score-documents",
-        choices=["first5", "shown", "all"],
-        default="first5",
-        help="gold documents scored: first5 (the authors), shown, or all",
-    )
-    p.add_argument(
-        "--workers",
-        type=int,
-        default=min(os.cpu_count() or 1, 8),
-        help="processes for the lexical scores (default: the CPU count, at most 8)",
-    )
-    p.add_argument("--plot", action="store_true", help="write categories.png (like Figure 4)")
-    p.add_argument(
-        "--bootstrap",
-        type=int,
-        default=1000,
-        metavar="N",
-        help="bootstrap resamples for the 95%% intervals and the comparison (0: none)",
-    )
-    p.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the resampling")
-    p.add_argument(
-        "--table-ci", action="store_true", help="put the intervals in table.md/.csv/.tex"
-    )
-    p.add_argument(
-        "--report",
-        action="store_true",
-        help="write report.html: summary, comparison, slices and a per-example viewer",
-    )
-    p.add_argument(
-        "--show-examples", action="store_true", help="print every example's category and answer"
-    )
-    p.add_argument(
-        "--allow-duplicate-qids",
-        action="store_true",
-        help="score rows that share a qid (several answers to one question, as in the bundled "
-        "sample); otherwise a repeated qid is an error",
-    )
-    p.add_argument(
-        "--labels-field",
-        help="a field of the rows holding reference categories (e.g. human labels): prints the "
-        "confusion matrix and Cohen's kappa against the automatic categories (Figure 5)",
-    )
-    return p
-
-
-def report_options(args: argparse.Namespace) -> ReportOptions:
-    """The report steps' options from the command line."""
-    return ReportOptions(
-        score_documents=args.score_documents,
-        bootstrap=args.bootstrap,
-        seed=args.bootstrap_seed,
-        table_ci=args.table_ci,
-        html=args.report,
-    )
-
-
-def _qa_options(args: argparse.Namespace) -> dict:
+def _qa_options(args: EvaluateOptions) -> dict:
     return {
         "batch_size": args.qa_batch_size,
         "batch_tokens": args.qa_batch_tokens,
@@ -447,55 +401,69 @@ def _qa_options(args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        _check_arguments(args)
-        loaded = [load_results(path) for path in args.results]
-        _check_labels_field(args, loaded)
-        # This process keeps the rows to the end: spare every later collection the walk over them.
-        gc.freeze()
-        # Lexical scores first, for every file: forking workers is safe before torch is loaded.
-        scored = [_score_file(p, rows, args) for p, rows in zip(args.results, loaded, strict=True)]
-        qa, qa_absent = _qa_model(args)
-        columns = _write_scores(args, loaded, scored, qa, qa_absent)
-        written = write_report_files(
-            args.output_dir, columns, _systems(args, loaded, scored), report_options(args)
-        )
-    except (OSError, ValueError) as err:
-        print(f"ambigdocs evaluate: error: {one_line(err)}", file=sys.stderr)
-        return 2
+    return run_command(PROG, DESCRIPTION, [EvaluateOptions], run, argv)
+
+
+def run(args: EvaluateOptions) -> int:
+    """The command: read, join, score, write, print (errors: the shared boundary's one line)."""
+    _check_output_dir(args.out)
+    names = system_names(args.paths, args.name)
+    loaded = load_inputs(args)
+    _check_labels_field(args, loaded)
+    # This process keeps the rows to the end: spare every later collection the walk over them.
+    gc.freeze()
+    # Lexical scores first, for every file: forking workers is safe before torch is loaded.
+    scored = [
+        _score_file(p, rows, args, name)
+        for p, rows, name in zip(args.paths, loaded, names, strict=True)
+    ]
+    qa, qa_absent = _qa_model(args)
+    columns = _write_scores(args, names, loaded, scored, qa, qa_absent)
+    systems = {n: (rows, s[0]) for n, rows, s in zip(names, loaded, scored, strict=True)}
+    written = write_report_files(args.out, columns, systems, report_options(args))
     _print_results(args, columns, written)
     return 0
 
 
-def _check_arguments(args: argparse.Namespace) -> None:
-    """Bad options and an unusable --output-dir, before any work."""
-    _check_numbers(args)
-    for folder in (args.output_dir, *args.output_dir.parents):
+def load_inputs(args: EvaluateOptions) -> list[list[dict]]:
+    """Each results file's rows, joined with the data set when one is named
+    (`generation.report.predictions`). The files are read first, so that a bad file is
+    reported before a data set is loaded."""
+    records = [read_predictions(path) for path in args.paths]
+    dataset = None
+    if args.data_dir or args.config or args.dataset:
+        dataset = load_dataset_rows(
+            data_dir=args.data_dir,
+            config=args.config,
+            dataset=args.dataset,
+            split=args.split or "test",
+        )
+    return [
+        join_predictions(
+            recs,
+            dataset,
+            answer_field=args.answer_field,
+            subset=args.subset,
+            allow_duplicate_qids=args.allow_duplicate_qids,
+            source=str(path),
+        )
+        for path, recs in zip(args.paths, records, strict=True)
+    ]
+
+
+def _check_output_dir(out: Path) -> None:
+    """An unusable --output-dir, before any work."""
+    for folder in (out, *out.parents):
         if folder.is_dir():
             break
         if folder.exists():
-            if folder == args.output_dir:
+            if folder == out:
                 raise ValueError(f"--output-dir {folder} is a file, not a folder")
-            raise ValueError(f"--output-dir {args.output_dir}: {folder} is a file, not a folder")
-    args.output_dir.mkdir(parents=True, exist_ok=True)  # OSError: cannot be created
+            raise ValueError(f"--output-dir {out}: {folder} is a file, not a folder")
+    out.mkdir(parents=True, exist_ok=True)  # OSError: cannot be created
 
 
-def _check_numbers(args: argparse.Namespace) -> None:
-    """Numbers out of range (also checked for `answer --evaluate-args`, before answering)."""
-    if args.bootstrap < 0:
-        raise ValueError("--bootstrap must be 0 or more")
-    for flag, value, low in (
-        ("--bootstrap-seed", args.bootstrap_seed, 0),  # numpy's own error names no flag
-        ("--workers", args.workers, 1),
-        ("--qa-batch-size", args.qa_batch_size, 1),
-        ("--qa-batch-tokens", args.qa_batch_tokens, 1),
-    ):
-        if value < low:
-            raise ValueError(f"{flag} must be {low} or more, got {value}")
-
-
-def _check_labels_field(args: argparse.Namespace, loaded: list[list[dict]]) -> None:
+def _check_labels_field(args: EvaluateOptions, loaded: list[list[dict]]) -> None:
     """A --labels-field that no row holds is a typo, not a result: refuse it before scoring.
     So is a label that is not a category name: it could never agree, and would only lower the
     agreement and kappa printed."""
@@ -503,9 +471,9 @@ def _check_labels_field(args: argparse.Namespace, loaded: list[list[dict]]) -> N
     if not field:
         return
     if not any(row.get(field) is not None for rows in loaded for row in rows):
-        files = ", ".join(str(p) for p in args.results)
+        files = ", ".join(args.results)
         raise ValueError(f"--labels-field {field!r}: no row of {files} has that field")
-    for path, rows in zip(args.results, loaded, strict=True):
+    for path, rows in zip(args.paths, loaded, strict=True):
         for i, row in enumerate(rows):
             label = row.get(field)
             if label is not None and label not in CATEGORIES:
@@ -515,19 +483,19 @@ def _check_labels_field(args: argparse.Namespace, loaded: list[list[dict]]) -> N
                 )
 
 
-def _score_file(path: Path, rows: list[dict], args: argparse.Namespace) -> tuple[list, dict]:
+def _score_file(path: Path, rows: list[dict], args: EvaluateOptions, name: str):
     try:
         return evaluate_rows(
-            rows, args.score_documents, args.workers, not args.allow_duplicate_qids
+            rows, args.score_documents, args.workers, not args.allow_duplicate_qids, name
         )
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from None
 
 
-def _qa_model(args: argparse.Namespace):
+def _qa_model(args: EvaluateOptions):
     """(QA model, None) or (None, why it is absent). The default model may be absent (one line
     says why); a model the user named must load and be a question-answering model."""
-    if args.no_df1:
+    if not args.df1:
         return None, "--no-df1 was given"
     if args.qa_model is None:
         return try_load_qa_model(DEFAULT_QA_MODEL, **_qa_options(args))
@@ -537,22 +505,32 @@ def _qa_model(args: argparse.Namespace):
     return load_qa_extractor(args.qa_model, **_qa_options(args)), None
 
 
-def _write_scores(args, loaded, scored, qa, qa_absent) -> dict[str, dict]:
-    """Disambig-F1 (when a QA model is there), intervals and provenance; writes each file's
-    per_example.jsonl and summary.json; returns the summaries by column name."""
+def _write_scores(args, names, loaded, scored, qa, qa_absent) -> dict[str, dict]:
+    """Disambig-F1 (when a QA model is there), notes, label agreement, intervals and
+    provenance; writes each file's per_example.jsonl and summary.json; returns the summaries
+    by system name."""
     qa_record = qa_model_record(args.qa_model or DEFAULT_QA_MODEL, qa, qa_absent)
     options = report_options(args)
     single = len(args.results) == 1
     columns: dict[str, dict] = {}
-    names = _column_names(args.results)
-    for name, path, rows, (records, summary) in zip(
-        names, args.results, loaded, scored, strict=True
+    folders = folder_names(names)
+    for name, folder, path, rows, (records, summary) in zip(
+        names, folders, args.paths, loaded, scored, strict=True
     ):
         if qa is not None:
             add_disambig_f1(rows, records, summary, qa, args.score_documents)
+        summary["system"] = name
+        summary["notes"] = summary_notes(summary, args.bootstrap)
+        if args.labels_field:
+            labels = [row.get(args.labels_field) for row in rows]
+            categories = [r["category"] for r in records]
+            summary["labels"] = label_agreement(categories, labels, args.labels_field)
         annotate_summary(summary, rows, records, path, qa_record, options)
-        out = args.output_dir if single else args.output_dir / name
-        _write_jsonl(out / "per_example.jsonl", records)
+        out = args.out if single else args.out / folder
+        _write_jsonl(
+            out / "per_example.jsonl",
+            [{**rec, "answer": row["gen_answer"]} for row, rec in zip(rows, records, strict=True)],
+        )
         atomic_write_json(out / "summary.json", summary)
         columns[name] = summary
         if args.show_examples:
@@ -560,28 +538,31 @@ def _write_scores(args, loaded, scored, qa, qa_absent) -> dict[str, dict]:
             print(format_examples(rows, records, args.labels_field))
         if args.labels_field:
             print(f"\n{name}: automatic categories against {args.labels_field!r}")
-            labels = [row.get(args.labels_field) for row in rows]
-            print(format_agreement([r["category"] for r in records], labels))
+            print(format_agreement(summary["labels"]))
     if not single:
-        atomic_write_json(args.output_dir / "summary.json", columns)
+        atomic_write_json(args.out / "summary.json", columns)
     return columns
 
 
-def _systems(args, loaded, scored) -> dict[str, tuple[list[dict], list[dict]]]:
-    names = _column_names(args.results)
-    return {n: (rows, s[0]) for n, rows, s in zip(names, loaded, scored, strict=True)}
-
-
-def _print_results(args: argparse.Namespace, columns: dict[str, dict], written) -> None:
+def _print_results(args: EvaluateOptions, columns: dict[str, dict], written) -> None:
     print()
     print(format_table(columns))
+    notes = dict.fromkeys(
+        f"{name}: {note}" if len(columns) > 1 and note != NO_ANSWER_RULE else note
+        for name, s in columns.items()
+        for note in s["notes"]
+    )
+    print("\n" + "\n".join(f"Note: {note}" for note in notes))
     if args.plot:
-        png = args.output_dir / "categories.png"
+        png = args.out / "categories.png"
         plot_categories(columns, png)
         print(f"\nwrote {png}")
     print("wrote " + ", ".join(str(p) for p in written))
-    print(f"\nscores written to {args.output_dir}/")
+    print(f"\nscores written to {args.out}/")
 
+
+# `ambigdocs answer --evaluate-args` checks its options here, before it answers.
+__all__ = ["check_extra_args", "evaluate_rows", "join_predictions", "load_results", "main", "run"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -219,6 +219,7 @@ def comparison_html(comparison: dict | None) -> str:
             f"<h3>{system} vs {base}</h3>",
             f"<p>{c['n_shared']} shared questions; left out: {c['only_in_baseline']} only in "
             f"{base}, {c['only_in_system']} only in {system}.</p>",
+            f'<p class="note">{escape(c["note"])}</p>' if c.get("note") else "",
             _grid(["Score", "difference", "95% CI", "p-value", "n"], rows),
             f"<p>Category transitions (rows: {base}, columns: {system})</p>",
             _matrix_html(c["transitions"]),
@@ -236,6 +237,51 @@ def _matrix_html(matrix: dict[str, dict[str, int]]) -> str:
         for a in order
     ]
     return _grid(["", *(escape(_label(k)) for k in order)], rows)
+
+
+def notes_html(columns: dict[str, dict]) -> str:
+    """The summaries' notes (what changes how the numbers read), each once, naming the
+    system when it is one system's."""
+    seen: dict[str, None] = {}
+    for name, summary in columns.items():
+        for note in summary.get("notes", []):
+            shared = all(note in s.get("notes", []) for s in columns.values())
+            seen[note if shared or len(columns) == 1 else f"{name}: {note}"] = None
+    items = "".join(f"<li>{escape(note)}</li>" for note in seen)
+    return f'<ul class="notes">{items}</ul>' if items else ""
+
+
+def agreement_html(columns: dict[str, dict]) -> str:
+    """Each system's categories against the reference labels (--labels-field), like the
+    paper's Figure 5: the confusion matrix, the agreement and Cohen's kappa."""
+    parts = []
+    for name, summary in columns.items():
+        labels = summary.get("labels")
+        if not labels:
+            continue
+        confusion = labels["confusion"]
+        order = list(next(iter(confusion.values())))
+        rows = [
+            _row(
+                _label(lab),
+                [f'<td class="{"diag" if lab == c else ""}">{row[c]}</td>' for c in order],
+            )
+            for lab, row in confusion.items()
+        ]
+        parts += [
+            f"<h3>{escape(name)}: categories against {escape(repr(labels['field']))}</h3>",
+            f"<p>agreement {labels['agreed']}/{labels['n']} = {labels['agreement']:.3f}, "
+            f"Cohen's kappa {labels['kappa']:.3f} (rows: labels, columns: automatic "
+            "categories)</p>",
+            _grid(["label \\ automatic", *(escape(_label(k)) for k in order)], rows),
+        ]
+    if not parts:
+        return ""
+    return (
+        '<section id="agreement"><h2>Agreement with labels (Figure 5)</h2>'
+        + "".join(parts)
+        + "</section>"
+    )
 
 
 SLICE_TITLES = {
@@ -305,6 +351,11 @@ def render_report(
     values = {
         "TITLE": escape(title),
         "SUMMARY": summary_table_html(columns),
+        "NOTES": notes_html(columns),
+        "AGREEMENT": agreement_html(columns),
+        "AGREEMENTLINK": '<a href="#agreement">Agreement</a>'
+        if any(s.get("labels") for s in columns.values())
+        else "",
         "CHART": category_chart_html(columns),
         "COMPARISON": comparison_html(comparison),
         "SLICES": slices_html(slices),

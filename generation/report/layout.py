@@ -30,3 +30,22 @@ CATEGORY_COLOURS = {
 SCORE_KEYS = tuple(key for key, _, _ in TABLE_ROWS)
 SCORE_LABELS = {key: label for key, label, _ in TABLE_ROWS}
 SCORE_FORMATS = {key: fmt for key, _, fmt in TABLE_ROWS}
+# The authors' category rule, stated wherever categories are shown: an answer is judged by the
+# gold answers it contains, so a wrong answer, however confident, is "No Answer".
+NO_ANSWER_RULE = (
+    "An answer that contains none of the gold answers counts as No Answer, even when it "
+    "confidently gives a wrong one (the authors' rule)."
+)
+# The files `ambigdocs evaluate` writes at the top of its output folder: no system's subfolder
+# may take one of these names.
+OUTPUT_FILES = (
+    "summary.json",
+    "per_example.jsonl",
+    "table.md",
+    "table.csv",
+    "table.tex",
+    "comparison.json",
+    "comparison.md",
+    "report.html",
+    "categories.png",
+)

@@ -50,11 +50,23 @@ Args:
         `QAModelError` (an `OSError`) with the reason in one line.
     score_documents (`str`): which gold documents are scored: "first5" (default, the authors:
         the first five in data-set order), "shown" (the gold documents among `contexts`), "all".
+        The model is loaded once and kept by the metric object: later `compute` calls with the
+        same name and batch size reuse it (a training loop that evaluates every N steps pays
+        for the load once). Without a network the Hub is tried once, for a few seconds.
+    score_documents (`str`): which gold documents are scored: "first5" (default, the authors:
+        the first five in data-set order), "shown" (the gold documents among `contexts`), "all".
     qa_batch_size (`int`): windows per QA forward pass (default 64).
+    use_aggregator (`bool`): True (default) for the means; False for per-example lists, as in
+        evaluate's `rouge` (see Returns).
 Returns:
     A flat dict of means over examples: `answer_recall`, `entity_recall`, `entity_answer_recall`,
     `answer_length` (words), the category fractions `complete`, `partial`, `ambiguous`, `merged`,
-    `no_answer`, and `k_precision` / `disambig_f1` when computed.
+    `no_answer`, and `k_precision` / `disambig_f1` when computed. A confidently wrong answer
+    (no gold answer found) is `no_answer`, the authors' rule.
+    With `use_aggregator=False`, the same keys each hold one value per example (a category key
+    1.0 or 0.0), plus `category` (the name per example); None marks an example left out of a
+    mean (no scored gold document, or no Disambig-F1 span to compare). The mean of the values
+    that are not None is the aggregate.
 Examples:
     >>> import evaluate
     >>> import ambigdocs
@@ -268,20 +280,54 @@ class AmbigDocsMetric(evaluate.Metric):
         qa_model=None,
         score_documents="first5",
         qa_batch_size=64,
+        use_aggregator=True,
     ):
         contexts = _stored_or_given_contexts(references, contexts)
         scores = score_examples(predictions, references, contexts, score_documents)
-        result = aggregate(scores)
+        result = aggregate(scores) if use_aggregator else per_example(scores)
         result.pop("n_unscored", None)
         if qa_model is not None:
-            qa = load_qa_extractor(qa_model, qa_batch_size)
-            df1 = [
-                s
-                for s in disambig_f1(predictions, references, qa, contexts, score_documents)
-                if s is not None
-            ]
-            result["disambig_f1"] = sum(df1) / len(df1) if df1 else 0.0
+            qa = self._qa_extractor(qa_model, qa_batch_size)
+            df1 = disambig_f1(predictions, references, qa, contexts, score_documents)
+            if use_aggregator:
+                values = [s for s in df1 if s is not None]
+                result["disambig_f1"] = sum(values) / len(values) if values else 0.0
+            else:
+                result["disambig_f1"] = list(df1)
         return result
+
+    def _qa_extractor(self, qa_model, batch_size):
+        """The QA model, loaded on first use and kept for later calls with the same model
+        (name, or the same `(model, tokenizer)` objects) and batch size."""
+        if isinstance(qa_model, str):
+            key = (qa_model, batch_size)
+        elif isinstance(qa_model, (tuple, list)):
+            key = (tuple(map(id, qa_model)), batch_size)
+        else:
+            key = (id(qa_model), batch_size)
+        kept = getattr(self, "_kept_qa", None)
+        if kept is None or kept[0] != key:
+            # The previous model is released before the next is loaded; `qa_model` itself is
+            # held so that the ids of a pair stay its own.
+            self._kept_qa = None
+            self._kept_qa = (key, load_qa_extractor(qa_model, batch_size), qa_model)
+        return self._kept_qa[1]
+
+
+def per_example(scores) -> dict[str, list]:
+    """The per-example values behind `aggregate(scores)` (see the module's Returns)."""
+    scored = [bool(s.n_scored) for s in scores]
+    out = {
+        key: [getattr(s, key) if ok else None for s, ok in zip(scores, scored, strict=True)]
+        for key in ("answer_recall", "entity_recall", "entity_answer_recall")
+    }
+    out["answer_length"] = [float(s.answer_length) for s in scores]
+    for c in CATEGORIES:
+        out[c] = [float(s.category == c) if s.category else None for s in scores]
+    out["category"] = [s.category for s in scores]
+    if scores and all(s.k_precision is not None for s in scores):
+        out["k_precision"] = [s.k_precision for s in scores]
+    return out
 
 
 def _stored_or_given_contexts(references, given):
@@ -317,4 +363,5 @@ __all__ = [
     "STOPWORDS",
     "as_rows",
     "hub_unreachable",
+    "per_example",
 ]
