@@ -31,7 +31,8 @@ from generation.io.outputs import (
     unique_names,
 )
 from generation.io.records import atomic_write_json, atomic_write_text
-from generation.report.outputs import EVALUATE_FILES, column_names, evaluation_folder
+from generation.report.evaluate import folder_names, system_names
+from generation.report.outputs import EVALUATE_FILES, evaluation_folder
 
 EXPANDED = {
     "surface_name": "X (disambiguation)",
@@ -59,11 +60,15 @@ def stays_inside(folder: Path, name: str) -> bool:
 # --- names ----------------------------------------------------------------------------------------
 
 
+def column_names(paths: list[Path]) -> list[str]:
+    """The subfolders `ambigdocs evaluate` gives these results files (default system names)."""
+    return folder_names(system_names(paths, []))
+
+
 def test_three_files_with_two_stems_get_three_names_and_keep_readable_stems():
     names = column_names([Path("x/a.json"), Path("y/a.json"), Path("a-2.json")])
     assert len(set(names)) == 3
-    assert names[0] == "a" and names[2] == "a-2"  # safe, unique stems are kept as they are
-    assert names[1].startswith("a-")
+    assert names == ["x_a", "y_a", "a-2"]  # the folder tells the two stems apart, readably
 
 
 def test_dot_names_never_escape_nor_take_the_combined_summary(tmp_path):
