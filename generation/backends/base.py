@@ -175,6 +175,38 @@ def looks_secret(key: str) -> bool:
     return key.endswith(("key", "token")) or any(word in key for word in SECRET_WORDS)
 
 
+# Back-end options that do not change the outputs (speed, retries, progress, placement), or that
+# must never be written to disk (credentials): left out of the settings a resume checks.
+NON_RESULT_OPTIONS = frozenset(
+    {
+        "api_key",
+        "max_concurrency",
+        "max_retries",
+        "backoff_base",
+        "backoff_max",
+        "batch_size",
+        "show_progress",
+        "timeout",
+        "gpu_memory_utilization",
+        "device",
+    }
+)
+
+
+def result_options(options: dict) -> dict:
+    """The back-end options that may change a model's outputs, JSON-safe and sorted: what a
+    resumed run must repeat (`NON_RESULT_OPTIONS` and credential-like keys are left out)."""
+    import json
+
+    kept = {
+        key: options[key]
+        for key in sorted(options)
+        if key not in NON_RESULT_OPTIONS and not looks_secret(key)
+    }
+    # YAML scalars may be dates etc.: store what JSON round-trips, so old == new compares.
+    return json.loads(json.dumps(kept, default=str))
+
+
 def mask_secrets(text: str, secrets=()) -> str:
     """`text` with the given secrets and anything key-like replaced by `***`.
 
