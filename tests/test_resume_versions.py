@@ -13,7 +13,8 @@ import json
 
 import pytest
 from build_fakes import ScriptedBackend
-from test_answer import _args, _rows, data_dir  # noqa: F401, F811  (a module fixture)
+from test_answer import _args, _rows
+from test_answer import data_dir as _answer_data  # noqa: F401  (the fixture `data_dir`)
 from test_build_questions import GOOD, seed_rows, write_jsonl
 
 from generation.answering.answer import main as answer_main
@@ -45,7 +46,7 @@ def test_answer_resumes_a_run_recorded_before_base_url_decoding_backend_options(
     tiny_llama_dir,
     data_dir,
     tmp_path,
-    capsys,  # noqa: F811
+    capsys,
 ):
     out = tmp_path / "a.jsonl"
     assert answer_main(_args(tiny_llama_dir, data_dir, out, "--limit", "1")) == 0
@@ -72,7 +73,7 @@ def test_answer_with_a_non_default_option_resumes_only_with_it(
     tiny_llama_dir,
     data_dir,
     tmp_path,
-    capsys,  # noqa: F811
+    capsys,
 ):
     out = tmp_path / "a.jsonl"
     extra = ("--backend-option", f"tokenizer={tiny_llama_dir}")
@@ -157,3 +158,36 @@ def test_questions_backend_options_are_part_of_the_resume_check(monkeypatch, tmp
     )  # fmt: skip
     assert rc == 0 and len(sent) == 2
     assert "sk-NOT-WRITTEN" not in "".join(p.read_text() for p in tmp_path.iterdir() if p.is_file())
+
+
+# --- the shared rule under both -----------------------------------------------------------------
+
+
+def test_open_work_fills_in_only_the_settings_this_run_records(tmp_path):
+    from generation.io.records import ResumableJsonl
+    from generation.io.resume import ResumeRefused, open_work
+
+    out = tmp_path / "o.jsonl"
+    key = lambda r: r["k"]  # noqa: E731
+    added = {"backend_options": {}, "decoding": "greedy"}
+    work = open_work(out, key, {"model": "m"}, defaults=added)
+    assert isinstance(work, ResumableJsonl)
+    work.append([{"k": 1}])
+    work.close()
+    # a stage that records neither (expand records no decoding) resumes unchanged ...
+    open_work(out, key, {"model": "m"}, defaults=added).close()
+    # ... one that records them now resumes with the old values, and only with them
+    open_work(out, key, {"model": "m", "decoding": "greedy"}, defaults=added).close()
+    with pytest.raises(ResumeRefused, match=r"decoding: 'greedy' -> 'authors'.*--overwrite"):
+        open_work(out, key, {"model": "m", "decoding": "authors"}, defaults=added)
+
+
+def test_model_stage_settings_keep_only_options_that_change_outputs():
+    from generation.datagen.model_options import ModelOptions, model_settings
+
+    model = ModelOptions(
+        backend="openai",
+        model="gpt-4",
+        backend_option=["temperature=0.7", "max_concurrency=4", "api_key=sk-x", "timeout=3"],
+    )
+    assert model_settings(model)["backend_options"] == {"temperature": 0.7}
