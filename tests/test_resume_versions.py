@@ -14,7 +14,6 @@ import json
 import pytest
 from build_fakes import ScriptedBackend
 from test_answer import _args, _rows
-from test_answer import data_dir as _answer_data  # noqa: F401  (the fixture `data_dir`)
 from test_build_questions import GOOD, seed_rows, write_jsonl
 
 from generation.answering.answer import main as answer_main
@@ -25,6 +24,14 @@ from generation.io.resume import partial_path
 pytest.importorskip("torch")
 
 ADDED_TO_ANSWER = ("base_url", "decoding", "backend_options")
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory, sample_dir):
+    """The sample's test rows as a data folder (the runs below answer at most three)."""
+    folder = tmp_path_factory.mktemp("data")
+    (folder / "test.json").write_text((sample_dir / "test.json").read_text())
+    return folder
 
 
 def _meta(out):
