@@ -169,7 +169,7 @@ def test_resume_with_other_settings_is_refused(tmp_path):
             raise RuntimeError("boom")
         return GOOD
 
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^boom$"):
         questions.generate_questions(
             src,
             out_path,
