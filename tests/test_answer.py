@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from launching import STANDALONE_NOTE, held_port
 
 pytest.importorskip("torch")
 
@@ -50,14 +51,6 @@ def _args(model, data_dir, output, *extra, batch_size=4, max_new_tokens=8):
         "--setting", "gold-only", "--batch-size", str(batch_size),
         "--max-new-tokens", str(max_new_tokens), "--seed", "0", "--output", str(output), *extra,
     ]  # fmt: skip
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _rows(path):
@@ -233,11 +226,15 @@ def test_accelerate_two_processes_match_one(
     # the runner then forms a gloo group. `--cpu` would start a single process.
     cmd = [launcher, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
            "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "generation.answering.answer"]  # fmt: skip
-    cmd[3:3] = ["--main_process_port", str(_free_port())]  # others may hold 29500
     cmd += _args(tiny_llama_dir, data_dir, out, batch_size=3)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    res = subprocess.run(cmd, cwd=repo_root, env=env, capture_output=True, text=True, timeout=300)
+    with held_port() as port:  # torchrun then binds its own port (tests/launching.py)
+        cmd[3:3] = ["--main_process_port", str(port)]
+        res = subprocess.run(
+            cmd, cwd=repo_root, env=env, capture_output=True, text=True, timeout=300
+        )
     assert res.returncode == 0, res.stderr[-3000:]
+    assert STANDALONE_NOTE in res.stderr  # the port was left to torchrun
     assert "answer[0]" in res.stderr  # two shards, really
     assert _rows(out) == reference
     assert not list(tmp_path.glob("dp.jsonl.part*"))
