@@ -196,3 +196,27 @@ def test_entity_limits_are_options(seeds, tmp_path):
     seed.run(tsv, map_path, out, max_entities=11, max_passages=21, progress=False)
     got = {json.loads(line)["surface_name"] for line in out.read_text().splitlines()}
     assert got == set(SELECTED) | {"eleven entities", "passages 21"}
+
+
+# --- Disambig-F1's batch limits ------------------------------------------------------------------
+
+
+def test_batch_token_budget_and_batch_size_are_inclusive():
+    # docs/metric.md ("QA batch tokens": padded tokens per forward pass) and the docstring: at
+    # most batch_size windows and batch_tokens padded tokens a batch;
+    # four windows of 100 tokens fill a budget of 300 with three (exactly 300), 299 with two.
+    from qa_models import make_qa_model
+
+    from metric.ambigdocs_metric.disambig_f1 import QAExtractor
+
+    model, tokenizer = make_qa_model(hidden_size=8, num_layers=1, num_heads=1)
+    lengths = [100, 100, 100, 100]
+
+    def batches(size, tokens):
+        qa = QAExtractor((model, tokenizer), batch_size=size, batch_tokens=tokens)
+        return [members for members, _ in qa._batches(lengths)]
+
+    assert batches(8, 300) == [[0, 1, 2], [3]]
+    assert batches(8, 299) == [[0, 1], [2, 3]]
+    assert batches(3, 10_000) == [[0, 1, 2], [3]]  # batch_size 3: exactly three
+    assert batches(8, 99) == [[0], [1], [2], [3]]  # a window over the budget goes alone
