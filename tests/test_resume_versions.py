@@ -94,6 +94,35 @@ def test_answer_with_a_non_default_option_resumes_only_with_it(
     assert len(_rows(out)) == 2
 
 
+def test_answer_openai_run_recorded_before_decoding_keeps_greedy(monkeypatch, tmp_path, capsys):
+    # Before `--decoding`, the openai back-end always decoded greedily, also with the authors'
+    # prompt format, whose default is now `authors`: the recorded greedy wins over that default.
+    from test_backends_openai import KEY, FakeServer
+
+    server = FakeServer()
+    try:
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        out = tmp_path / "o.jsonl"
+
+        def run(*extra, limit=1):
+            argv = ["--model", "gpt-test", "--backend", "openai", "--base-url", server.url,
+                    "--config", "sample", "--split", "test", "--prompt-format", "authors",
+                    "--limit", str(limit), "--output", str(out), *extra]  # fmt: skip
+            return answer_main(argv)
+
+        assert run("--decoding", "greedy") == 0
+        _forget(_meta(out), ("decoding", "backend_options"))
+        capsys.readouterr()
+        assert run(limit=2) == 2  # today's default for this format is `authors`
+        assert "decoding: 'greedy' -> 'authors'" in capsys.readouterr().err
+        sent = len(server.requests)
+        assert run("--decoding", "greedy", limit=2) == 0
+        assert len(server.requests) == sent + 1 and len(_rows(out)) == 2
+        assert all(r["temperature"] == 0 for r in server.requests)  # greedy throughout
+    finally:
+        server.close()
+
+
 # --- build questions (and the model stages' shared settings) -----------------------------------
 
 
