@@ -196,15 +196,14 @@ NON_RESULT_OPTIONS = frozenset(
 def result_options(options: dict) -> dict:
     """The back-end options that may change a model's outputs, JSON-safe and sorted: what a
     resumed run must repeat (`NON_RESULT_OPTIONS` and credential-like keys are left out)."""
-    import json
+    from generation.io.resume import normalise
 
     kept = {
         key: options[key]
         for key in sorted(options)
         if key not in NON_RESULT_OPTIONS and not looks_secret(key)
     }
-    # YAML scalars may be dates etc.: store what JSON round-trips, so old == new compares.
-    return json.loads(json.dumps(kept, default=str))
+    return normalise(kept)  # YAML scalars may be dates etc.: what JSON round-trips compares
 
 
 def mask_secrets(text: str, secrets=()) -> str:
