@@ -73,7 +73,7 @@ def test_the_decoding_is_recorded_and_a_resume_with_another_is_refused(
         seed_rows(2)[1]["surface_name"], seed_rows(2)[1]["documents"], prompt_format="authors"
     )
     server.script = {second[-1]["content"]: [400]}
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match=r"^prompt 0: HTTP 400"):
         _questions(tmp_path, server, monkeypatch, "--prompt-format", "authors")
     out = tmp_path / "q.jsonl"
     assert partial_path(out).exists()

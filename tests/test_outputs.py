@@ -144,7 +144,10 @@ def test_a_failed_run_leaves_the_previous_run_untouched(tmp_path):
     out = tmp_path / "out"
     with replace_folder(out, _owned) as new:
         (new / "a.txt").write_text("old")
-    with pytest.raises(RuntimeError), replace_folder(out, _owned) as new:
+    with (
+        pytest.raises(RuntimeError, match="^disk full halfway$"),
+        replace_folder(out, _owned) as new,
+    ):
         (new / "a.txt").write_text("new")
         (new / "b.txt").write_text("new")
         raise RuntimeError("disk full halfway")
@@ -303,7 +306,7 @@ def test_a_planted_link_as_lock_file_is_not_followed(tmp_path):
     victim.write_text("keep")
     out = tmp_path / "a.jsonl"
     outputs.lock_path(out).symlink_to(victim)
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match=r"symbolic link.*\.a\.jsonl\.lock"):
         with output_lock(out):
             pass
     assert victim.read_text() == "keep"

@@ -156,3 +156,37 @@ def check_backend_options(kind: str, options: dict) -> None:
             f"unknown --backend-option {', '.join(unknown)} for the {kind} back-end; "
             f"it takes: {', '.join(known)}"
         )
+
+
+# Back-end options that do not change the outputs (speed, retries, progress, placement), or that
+# must never be written to disk (credentials): left out of the settings a resume checks.
+NON_RESULT_OPTIONS = frozenset(
+    {
+        "api_key",
+        "max_concurrency",
+        "max_retries",
+        "backoff_base",
+        "backoff_max",
+        "batch_size",
+        "show_progress",
+        "timeout",
+        "gpu_memory_utilization",
+        "device",
+    }
+)
+
+
+def result_options(options: dict) -> dict:
+    """The back-end options that may change a model's outputs, JSON-safe and sorted: what a
+    resumed run must repeat (`NON_RESULT_OPTIONS` and credential-like keys are left out;
+    credentials inside the values, such as a URL's password, are masked)."""
+    from generation import secrets
+    from generation.io.resume import normalise
+
+    kept = {
+        key: options[key]
+        for key in sorted(options)
+        if key not in NON_RESULT_OPTIONS and not secrets.is_secret_key(key)
+    }
+    # YAML scalars may be dates etc.: record what JSON round-trips, so old == new compares.
+    return secrets.scrub(normalise(kept))
