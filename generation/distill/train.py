@@ -36,7 +36,6 @@ from pathlib import Path
 
 from generation.backends.loading import no_peft_deprecation_noise, save_base_quantization
 from generation.distill.args import DistillArguments, check_paths, parse_args, short_help
-from generation.extras import require
 from generation.options import one_line
 
 logger = logging.getLogger("ambigdocs.distill")
@@ -426,7 +425,6 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        require("distill", what="ambigdocs distill")
         args, model_args, training_args = parse_args(argv)
         run(args, model_args, training_args)
     except (ValueError, OSError) as err:
