@@ -10,6 +10,7 @@ a library. `MissingExtraError` is a ValueError: every command's error boundary
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 # extra -> the import names it provides that the toolkit's code imports (pyproject.toml lists
 # the distributions; tests/test_install.py checks the two agree).
@@ -47,6 +48,8 @@ def missing_modules(modules: tuple[str, ...] | list[str]) -> list[str]:
 
 
 def _installed(name: str) -> bool:
+    if sys.modules.get(name) is not None:  # imported already (or a stand-in put there)
+        return True
     try:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):  # ValueError: `sys.modules[name] = None` blocks it
