@@ -38,6 +38,7 @@ lint: setup
 # Speed benchmarks on CPU; each prints its ratio against the naive method on the same data.
 bench: setup
 	$(OFFLINE) $(BIN)/python benchmarks/bench_evaluate.py
+	$(OFFLINE) $(BIN)/python benchmarks/bench_rewards.py
 	$(OFFLINE) $(BIN)/python benchmarks/bench_seed.py
 	$(OFFLINE) $(BIN)/python benchmarks/bench_seed.py --streaming --distractors 2000000
 	$(OFFLINE) $(BIN)/python benchmarks/bench_retrieval.py

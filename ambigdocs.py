@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import datasets
 from huggingface_hub import constants, hf_hub_url
+
+# The metric's plain-Python reader and row parser: the builder imports nothing from generation/.
+from metric.ambigdocs_metric import json_files, scoring
 
 _CITATION = """\
 @inproceedings{lee2024ambigdocs,
@@ -84,6 +86,8 @@ FEATURES = datasets.Features(
         "documents": datasets.List(DOCUMENT_FEATURES),
     }
 )
+# The one row parser (the metric's) checks rows against these fields.
+assert tuple(FEATURES) == scoring.ROW_FIELDS and tuple(DOCUMENT_FEATURES) == scoring.DOCUMENT_FIELDS
 
 _ROOT = Path(__file__).resolve().parent  # the clone, or site-packages once installed
 SAMPLE_DIR = _ROOT / "generation" / "resources" / "sample"
@@ -97,9 +101,6 @@ RAW_FILE_NAMES = {
     "validation": ["dev.json", "validation.json", "dev.jsonl", "validation.jsonl"],
     "test": ["test.json", "test.jsonl"],
 }
-
-# Decimal text that round-trips through int exactly (no "007", no "+7").
-_INT_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
 
 
 def raw_file_names(split: str) -> list[str]:
@@ -144,26 +145,14 @@ def find_raw_files(folder: str | os.PathLike) -> dict[str, Path]:
     return found
 
 
-# The range of the `qid` column (int64); Arrow refuses anything outside it.
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-def _bad(source: str, index: int, field: str, problem: str) -> ValueError:
-    return ValueError(f"{source}, row {index}: field {field!r} {problem}")
-
-
-def _check_text(value: Any, source: str, index: int, field: str) -> str:
-    if not isinstance(value, str):
-        raise _bad(source, index, field, f"is {type(value).__name__} {value!r:.40}, not a string")
-    return value
-
-
 def parse_row(row: Any, *, source: str, index: int, keep_extra: bool = False) -> dict:
     """Validates one raw row of the release and returns it in the `FEATURES` schema.
 
-    Text is never altered (no stripping, no Unicode normalisation). Two lossless conversions
-    are made: a `qid` given as decimal text becomes an int, and a `pid` given as an int becomes
-    its decimal text (DPR passage ids are ints in `psgs_w100.tsv`, strings in the schema).
+    The metric's parser (`scoring.parse_row`, the project's one row validator) with the
+    release's schema. Text is never altered (no stripping, no Unicode normalisation). Two
+    lossless conversions are made: a `qid` given as decimal text becomes an int, and a `pid`
+    given as an int becomes its decimal text (DPR passage ids are ints in `psgs_w100.tsv`,
+    strings in the schema).
 
     Args:
         row: the decoded JSON object.
@@ -180,44 +169,7 @@ def parse_row(row: Any, *, source: str, index: int, keep_extra: bool = False) ->
         ValueError: a field is missing or has the wrong type; the message names the file, the
             row and the field (e.g. `documents[2].answer`).
     """
-    if not isinstance(row, dict):
-        raise ValueError(f"{source}, row {index}: a {type(row).__name__}, not a JSON object")
-    for field in FEATURES:
-        if field not in row:
-            raise _bad(source, index, field, "is missing")
-    qid = row["qid"]
-    if isinstance(qid, str) and _INT_TEXT.fullmatch(qid):
-        qid = int(qid)
-    if not isinstance(qid, int) or isinstance(qid, bool):
-        raise _bad(source, index, "qid", f"is {type(qid).__name__} {qid!r:.40}, not an integer")
-    if not _INT64_MIN <= qid <= _INT64_MAX:
-        raise _bad(source, index, "qid", f"is outside int64 ({str(qid)[:40]})")
-    documents = row["documents"]
-    if not isinstance(documents, list) or not documents:
-        raise _bad(source, index, "documents", "must be a non-empty list of objects")
-    parsed_docs = []
-    for d, doc in enumerate(documents):
-        where = f"documents[{d}]"
-        if not isinstance(doc, dict):
-            raise _bad(source, index, where, f"is a {type(doc).__name__}, not an object")
-        parsed = {}
-        for key in DOCUMENT_FEATURES:
-            if key not in doc:
-                raise _bad(source, index, f"{where}.{key}", "is missing")
-            value = doc[key]
-            if key == "pid" and isinstance(value, int) and not isinstance(value, bool):
-                value = str(value)
-            parsed[key] = _check_text(value, source, index, f"{where}.{key}")
-        parsed_docs.append(parsed)
-    out = {
-        "qid": qid,
-        "ambiguous_entity": _check_text(row["ambiguous_entity"], source, index, "ambiguous_entity"),
-        "question": _check_text(row["question"], source, index, "question"),
-        "documents": parsed_docs,
-    }
-    if keep_extra:
-        out.update((k, v) for k, v in row.items() if k not in FEATURES)
-    return out
+    return scoring.parse_row(row, f"{source}, row {index}", release=True, keep_extra=keep_extra)
 
 
 def read_raw_rows(path: str | os.PathLike, keep_extra: bool = False) -> Iterator[dict]:
@@ -231,10 +183,8 @@ def read_raw_rows(path: str | os.PathLike, keep_extra: bool = False) -> Iterator
         ValueError: the file or one of its rows is malformed (file, row and field named), or it
             holds no rows.
     """
-    from generation.io.records import read_records
-
     _refuse_top_level_object(Path(path))
-    rows = read_records(path)
+    rows = json_files.read_records(path)
     if not rows:
         # An empty split would otherwise surface as `datasets`' "corresponds to no data".
         raise ValueError(f"{path}: no rows (the file is empty or an empty array)")
@@ -260,8 +210,8 @@ def _refuse_top_level_object(path: Path) -> None:
     if not text.startswith("{"):
         return
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
+        data = json_files.loads(text, str(path))
+    except ValueError:
         return  # several JSONL lines, or broken JSON: read_records names the line
     if isinstance(data, dict) and not all(field in data for field in FEATURES):
         raise ValueError(

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+
+from metric.ambigdocs_metric.scoring import parse_documents
 
 SETTINGS = ("gold-only", "gold-retrieved", "retrieved-only")
 DEFAULT_NUM_DOCS = 5
@@ -24,39 +26,6 @@ def example_rng(seed: int, qid) -> random.Random:
     """A generator that depends only on (seed, qid)."""
     digest = hashlib.sha256(f"ambigdocs-docs:{seed}:{qid}".encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
-
-
-def as_document_list(documents, *, where: str, field: str) -> list[dict]:
-    """Documents as a list of dicts, whether given as one (JSON) or a dict of lists (`datasets`
-    sequence features).
-
-    Raises:
-        ValueError: neither shape, or a document without `title`/`text` (names `where`/`field`).
-    """
-    if isinstance(documents, Mapping):
-        keys = list(documents)
-        for k in keys:
-            if not isinstance(documents[k], Sequence) or isinstance(documents[k], str):
-                raise ValueError(
-                    f"{where}: field {field!r} must be a list of documents or a dict of lists "
-                    f"(its {k!r} is a {type(documents[k]).__name__})"
-                )
-        lengths = {len(documents[k]) for k in keys}
-        if len(lengths) > 1:
-            raise ValueError(f"{where}: field {field!r} has lists of different lengths")
-        n = lengths.pop() if lengths else 0
-        documents = [{k: documents[k][i] for k in keys} for i in range(n)]
-    if not isinstance(documents, Sequence) or isinstance(documents, str):
-        raise ValueError(f"{where}: field {field!r} must be a list of documents")
-    out = []
-    for j, d in enumerate(documents):
-        if not isinstance(d, Mapping):
-            raise ValueError(f"{where}: {field}[{j}] is not an object")
-        for key in ("title", "text"):
-            if not isinstance(d.get(key), str):
-                raise ValueError(f"{where}: {field}[{j}] has no string {key!r}")
-        out.append(dict(d))
-    return out
 
 
 def _shown(d: Mapping) -> dict:
@@ -96,9 +65,7 @@ def select_documents(
     rng = example_rng(seed, row.get("qid"))
     shown: list[dict] = []
     if setting in ("gold-only", "gold-retrieved"):
-        gold = as_document_list(row.get("documents"), where=where, field="documents")
-        if not gold:
-            raise ValueError(f"{where}: field 'documents' is empty (setting {setting!r})")
+        gold = parse_documents(row.get("documents"), where, ("title", "text"))
         shown = [_shown(d) for d in rng.sample(gold, min(num_docs, len(gold)))]
     if setting in ("gold-retrieved", "retrieved-only"):
         if row.get("retrieved") is None:
@@ -106,9 +73,7 @@ def select_documents(
                 f"{where}: setting {setting!r} needs the field 'retrieved' "
                 "(run `ambigdocs retrieve` and pass its output with --retrieved)"
             )
-        retrieved = as_document_list(row["retrieved"], where=where, field="retrieved")
-        if not retrieved:
-            raise ValueError(f"{where}: field 'retrieved' is empty (setting {setting!r})")
+        retrieved = parse_documents(row["retrieved"], where, ("title", "text"), "retrieved")
         seen = {d["pid"] for d in shown}
         for d in retrieved:
             if len(shown) >= num_docs:

@@ -289,7 +289,7 @@ def test_bad_exemplars_name_the_exemplar_and_field(tiny_llama_dir, data_dir, tmp
         "bad_doc.json": (
             [{"question": "q", "docs": [{"title": "t", "text": "x"}], "answer": "a"},
              {"question": "q", "docs": [{"title": "t"}], "answer": "a"}],
-            r"exemplar 1: docs\[0\] has no string 'text'",
+            r"exemplar 1: field 'docs\[0\]\.text' is missing",
         ),
         "no_docs.json": ([{"question": "q", "answer": "a"}], r"exemplar 0: missing field 'docs'"),
         "q_not_str.json": ([{"question": 3, "docs": [], "answer": "a"}], "exemplar 0.*'question'"),
@@ -303,7 +303,7 @@ def test_bad_exemplars_name_the_exemplar_and_field(tiny_llama_dir, data_dir, tmp
     args = _args(tiny_llama_dir, data_dir, tmp_path / "o.jsonl", "--few-shot",
                  "--exemplars", str(tmp_path / "bad_doc.json"))  # fmt: skip
     assert answer_main(args) == 2
-    assert "exemplar 1: docs[0] has no string 'text'" in capsys.readouterr().err
+    assert "exemplar 1: field 'docs[0].text' is missing" in capsys.readouterr().err
     # A good file; docs as a dict of lists (datasets' shape) become a list of documents.
     good = tmp_path / "good.jsonl"
     ex = {"question": "q", "docs": {"title": ["A"], "text": ["a"]}, "answer": "x"}

@@ -70,11 +70,14 @@ def test_authors_format_matches_the_reference(
             assert len(docs) == min(5, len(src["documents"]))
         else:
             assert len(docs) == 5
+        # The row's own fields are carried (the rewards' columns), `retrieved` left out.
+        assert {k: row[k] for k in src if k != "retrieved"} == {
+            k: v for k, v in src.items() if k != "retrieved"
+        }
+        assert "retrieved" not in row and "messages" not in row
         if backend == "openai":
-            assert "prompt" not in row
-            assert row["messages"] == ref.gpt_messages(src["question"], docs, few_shot)
+            assert row["prompt"] == ref.gpt_messages(src["question"], docs, few_shot)
         else:
-            assert "messages" not in row
             expected = ref.open_model_prompt(src["question"], docs, few_shot)
             assert row["prompt"].encode() == expected.encode()
 
@@ -94,13 +97,14 @@ def test_plain_and_chat_formats(rows_file, tmp_path, tiny_chat_llama_dir, monkey
     # openai, default (chat): system = instruction, user = the rest, as the authors' zero-shot.
     assert _dry(path, tmp_path / "o.jsonl", backend="openai", model="gpt-4") == 0
     for row, src in zip(iter_jsonl(tmp_path / "o.jsonl"), rows, strict=True):
-        assert row["messages"] == ref.gpt_messages(src["question"], row["docs"], False)
+        assert row["prompt"] == ref.gpt_messages(src["question"], row["docs"], False)
     # openai, plain: the string is sent as one user turn.
     assert _dry(path, tmp_path / "op.jsonl", "--prompt-format", "plain", backend="openai") == 0
     first = next(iter_jsonl(tmp_path / "op.jsonl"))
-    assert first["messages"] == [{"role": "user", "content": render_answer_prompt(
+    assert first["prompt"] == [{"role": "user", "content": render_answer_prompt(
         rows[0]["question"], first["docs"])}]  # fmt: skip
-    # chat for an open model: rendered through the tokenizer's chat template (tokenizer only).
+    # chat for an open model: the messages (trl renders them), and the text the tokenizer's
+    # chat template renders from them (tokenizer only).
     out = tmp_path / "c.jsonl"
     assert _dry(path, out, "--few-shot", model=str(tiny_chat_llama_dir)) == 0
     tok = AutoTokenizer.from_pretrained(str(tiny_chat_llama_dir))
@@ -109,7 +113,8 @@ def test_plain_and_chat_formats(rows_file, tmp_path, tiny_chat_llama_dir, monkey
             src["question"], row["docs"], few_shot=True, prompt_format="chat"
         )
         expected = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        assert row["prompt"] == expected and row["prompt_format"] == "chat"
+        assert row["prompt_text"] == expected and row["prompt_format"] == "chat"
+        assert row["prompt"] == messages
 
 
 def test_chat_without_a_reachable_tokenizer_is_one_line(rows_file, tmp_path, repo_root):

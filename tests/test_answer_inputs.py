@@ -158,13 +158,13 @@ def test_args_file(tiny_llama_dir, rows_path, tmp_path, capsys):
     ("rows", "message"),
     [
         ([{"qid": 1, "question": "q?", "documents": {"title": 1, "text": 2}}],
-         "field 'documents' must be a list of documents or a dict of lists"),
+         "field 'documents.title' must be a list (documents as a dict of lists), got int"),
         ([{"qid": 1, "question": "q?", "documents": 5}], "field 'documents' must be a list"),
         ([{"qid": 1, "question": "q\ud800?", "documents": [{"title": "t", "text": "x"}]}],
          "field 'question' holds"),
         ([{"qid": True, "question": "q?", "documents": []}], "example 0: field 'qid'"),
         ([{"qid": 1, "question": "q?", "documents": [{"title": "t"}]}],
-         "documents[0] has no string 'text'"),
+         "field 'documents[0].text' is missing"),
         ([3], "element 0"),
     ],
 )  # fmt: skip

@@ -101,7 +101,7 @@ def test_seed_inputs_are_valid(seed_inputs, capsys):
         (
             lambda p: p.write_text('{"P": ["A", "\\ud800"]}'),
             "disambiguation",
-            ["page 'P', entity 1: holds a lone UTF-16 surrogate"],
+            ["field 'P[1]' holds a lone UTF-16 surrogate"],
         ),
         (
             lambda p: p.write_text('{"P": ["A"]}'),

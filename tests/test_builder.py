@@ -149,13 +149,13 @@ def _break(row: dict, how: str) -> dict:
     ("how", "field"),
     [
         ("missing question", "'question' is missing"),
-        ("answer not text", "'documents[1].answer' is int"),
+        ("answer not text", "'documents[1].answer' must be a string, got int"),
         ("title missing", "'documents[0].title' is missing"),
-        ("qid float", "'qid' is float"),
-        ("qid bool", "'qid' is bool"),
-        ("documents empty", "'documents' must be a non-empty list"),
-        ("document not object", "'documents[1]' is a str"),
-        ("pid null", "'documents[0].pid' is NoneType"),
+        ("qid float", "'qid' must be an integer, got float"),
+        ("qid bool", "'qid' must be an integer, got bool"),
+        ("documents empty", "'documents' is missing or empty"),
+        ("document not object", "'documents[1]' must be an object, got str"),
+        ("pid null", "'documents[0].pid' must be a string, got NoneType"),
         ("qid above int64", "'qid' is outside int64"),
         ("qid below int64", "'qid' is outside int64"),
     ],
@@ -277,5 +277,5 @@ def test_dataset_infos_json_matches_the_builder(repo_root):
 def test_qid_text_must_be_canonical_decimal(qid):
     raw = make_row(7)
     raw["qid"] = qid
-    with pytest.raises(ValueError, match=r"x, row 3: field 'qid' is str"):
+    with pytest.raises(ValueError, match=r"x, row 3: field 'qid' must be an integer, got str"):
         ambigdocs.parse_row(raw, source="x", index=3)

@@ -86,7 +86,7 @@ COLUMNS = {
 
 def test_table_files():
     md = format_markdown(COLUMNS, with_ci=True).splitlines()
-    assert md[0] == "| | model_a | b&c |"
+    assert md[0] == "| | model_a | b&amp;c |"  # shown as b&c
     assert "| Answer Recall | 0.500 [0.400, 0.600] | 0.700 |" in md
     assert "| Answer Length (\\|y\\|) | 20.2 | 30.0 |" in md
     assert "0.250 [0.100, 0.300]" in md[-5]

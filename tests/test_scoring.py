@@ -334,7 +334,9 @@ def test_bad_input_names_example_and_field():
         score_examples(["x", "y"], [good, judge_day(qid=9, documents=[])])
     no_answer = judge_day()
     no_answer["documents"] = [{"title": "A Day", "text": "", "pid": "1"}]
-    with pytest.raises(ValueError, match=r"example 0 \(qid 7\): documents\[0\] field 'answer'"):
+    with pytest.raises(
+        ValueError, match=r"example 0 \(qid 7\): field 'documents\[0\]\.answer' is missing"
+    ):
         score_examples(["x"], [no_answer])
     with pytest.raises(
         ValueError, match=r"example 1 \(qid 7\): prediction must be a string, got int"

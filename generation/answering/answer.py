@@ -66,8 +66,15 @@ from generation.backends.base import (
     strip_url_credentials,
 )
 from generation.documents import select_documents
+from generation.io.outputs import output_lock, refuse_symlink
 from generation.io.records import ResumableJsonl
-from generation.io.resume import check_settings, file_fingerprint, records_digest
+from generation.io.resume import (
+    check_kept_rows,
+    check_settings,
+    file_fingerprint,
+    normalise,
+    records_digest,
+)
 from generation.options import one_line
 from generation.prompts import render_answer_input
 
@@ -126,8 +133,7 @@ def answer_options(args: AnswerArguments) -> dict:
         for key in sorted(options)
         if key not in NON_ANSWER_OPTIONS and not looks_secret(key)
     }
-    # YAML scalars may be dates etc.: store what JSON round-trips, so old == new compares.
-    return json.loads(json.dumps(kept, default=str))
+    return normalise(kept)  # YAML scalars may be dates etc.: what JSON round-trips compares
 
 
 def local_fingerprint(path: str | None) -> str | None:
@@ -189,6 +195,7 @@ class Plan:
     decoding: str
     settings: dict  # run_meta + input fingerprints
     tokenizer: object | None = None  # loaded only to render or choose chat prompts
+    qids: frozenset = frozenset()  # every qid of the data (before --limit)
 
 
 def check_model_path(args: AnswerArguments) -> None:
@@ -282,10 +289,23 @@ def prepare(args: AnswerArguments) -> Plan:
     }
     decoding = resolve_decoding(args, prompt_format)
     settings = {**run_meta(args, prompt_format, decoding), **input_fingerprints(args, all_rows)}
-    return Plan(rows, shown, prompts, prompt_format, decoding, settings, tokenizer)
+    qids = frozenset(r["qid"] for r in all_rows)
+    return Plan(rows, shown, prompts, prompt_format, decoding, settings, tokenizer, qids)
 
 
 # --- step 2: resume -----------------------------------------------------------------------------
+
+
+def kept_row_fields(args: AnswerArguments, plan: Plan) -> dict:
+    """The settings each output row records itself, as this run would record them."""
+    return {
+        "model": args.model,
+        "setting": args.setting,
+        "seed": args.seed,
+        "prompt_format": plan.prompt_format,
+        "few_shot": args.few_shot,
+        "decoding": plan.decoding,
+    }
 
 
 def resume(args: AnswerArguments, plan: Plan, state) -> tuple[list[dict], Path]:
@@ -306,7 +326,10 @@ def resume(args: AnswerArguments, plan: Plan, state) -> tuple[list[dict], Path]:
     if state.is_main_process:
         repair(output)  # before anyone reads the files
     state.wait_for_everyone()
-    done = {r["qid"] for r in read_done(output)}
+    kept = read_done(output)
+    # Every kept row is the run's own (answered again otherwise would hide a mixed file).
+    check_kept_rows(kept, kept_row_fields(args, plan), plan.qids, key="qid", what=str(output))
+    done = {r["qid"] for r in kept}
     state.wait_for_everyone()  # all have read before anyone appends
     todo = [r for r in plan.rows if r["qid"] not in done]
     if state.num_processes == 1:
@@ -494,13 +517,28 @@ def write_dry_run(args: AnswerArguments, plan: Plan) -> int:
 
 
 def run(args: AnswerArguments) -> int:
-    """Answers the split (prepare -> resume -> generate -> merge -> report); the exit status."""
-    from generation.backends.base import load_backend
+    """Answers the split (prepare -> resume -> generate -> merge -> report); the exit status.
 
+    Raises:
+        OutputBusy: another run is writing this output.
+    """
+    output = Path(args.output)
+    refuse_symlink(output, f"--output {output}")  # never appended to through a link
     if args.dry_run:
-        return write_dry_run(args, prepare(args))
+        with output_lock(output, f"--output {output}"):
+            return write_dry_run(args, prepare(args))
     state = _state()
     check_process_layout(args.backend, state.num_processes)
+    # One run per output: each process locks the file it appends to, so that every process of
+    # a second run is refused (none waits for a partner that gave up).
+    mine = output if state.is_main_process else part_path(output, state.process_index)
+    with output_lock(mine, f"--output {output}"):
+        return _answer(args, state)
+
+
+def _answer(args: AnswerArguments, state) -> int:
+    from generation.backends.base import load_backend
+
     plan = prepare(args)  # bad input fails here, before --overwrite deletes anything
     if args.overwrite and state.is_main_process:
         discard_output(Path(args.output))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from generation.documents import as_document_list
-from generation.io.records import iter_jsonl, read_records
+from generation.io.records import check_text, iter_jsonl, read_records
+from metric.ambigdocs_metric.scoring import parse_documents, parse_qid, parse_string
 
 
 def read_rows(
@@ -89,7 +89,8 @@ def _name_the_option(err: ValueError, split: str, data_dir: str | None) -> Value
 
 
 def validate_rows(rows: list) -> None:
-    """Raises ValueError naming the first bad example and field (see `read_rows`)."""
+    """Raises ValueError naming the first bad example and field (see `read_rows`); the fields
+    are checked by the project's one row parser (`scoring`), the text by its one text check."""
     seen = set()
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
@@ -97,38 +98,13 @@ def validate_rows(rows: list) -> None:
         for field in ("qid", "question", "documents"):
             if row.get(field) is None:
                 raise ValueError(f"example {i}: missing field {field!r}")
-        qid = row["qid"]
-        _check_text(row, f"example {i}")
-        if isinstance(qid, bool) or not isinstance(qid, (str, int)):
-            raise ValueError(
-                f"example {i}: field 'qid' must be a string or an integer, got {type(qid).__name__}"
-            )
-        if not isinstance(row["question"], str):
-            raise ValueError(
-                f"example {i} (qid={qid!r}): field 'question' must be a string, "
-                f"got {type(row['question']).__name__}"
-            )
-        if not row["question"].strip():
-            raise ValueError(f"example {i} (qid={qid!r}): field 'question' is empty")
+        qid = parse_qid(row["qid"], f"example {i}")
+        where = f"example {i} (qid={qid!r})"
+        check_text(row, where)
+        parse_string(row["question"], where, "question", non_empty=True)
         if qid in seen:
             raise ValueError(f"example {i}: field 'qid' repeats qid={qid!r}")
         seen.add(qid)
-
-
-def _check_text(row: dict, where: str) -> None:
-    """Raises ValueError when a field holds text that cannot be written as UTF-8 (a lone
-    surrogate, e.g. from a JSON `\\ud800` escape), naming the field."""
-    import json
-
-    for field, value in row.items():
-        try:
-            json.dumps(value, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError as err:
-            bad = err.object[err.start : err.end].encode("unicode_escape").decode()
-            raise ValueError(
-                f"{where} (qid={row.get('qid')!r}): field {field!r} holds {bad}, a lone "
-                "surrogate, which is not valid Unicode text"
-            ) from None
 
 
 def attach_retrieved(rows: list[dict], path: str, split: str) -> None:
@@ -157,7 +133,7 @@ def attach_retrieved(rows: list[dict], path: str, split: str) -> None:
     for row in rows:
         if str(row["qid"]) in by_qid:
             row["retrieved"] = by_qid[str(row["qid"])]
-            _check_text({"qid": row["qid"], "retrieved": row["retrieved"]}, f"--retrieved {path}")
+            check_text(row["retrieved"], f"--retrieved {path} (qid={row['qid']!r})", "retrieved")
 
 
 def _with_flag(flag: str, path: str | Path, err: ValueError) -> ValueError:
@@ -203,6 +179,6 @@ def load_exemplars(path: str) -> list[dict]:
                 raise ValueError(f"{where}: field {field!r} must be a string")
         if ex.get("docs") is None:
             raise ValueError(f"{where}: missing field 'docs'")
-        docs = as_document_list(ex["docs"], where=where, field="docs")
+        docs = parse_documents(ex["docs"], where, ("title", "text"), field="docs")
         exemplars.append({**ex, "docs": docs})
     return exemplars

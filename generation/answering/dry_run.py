@@ -1,10 +1,14 @@
 """`ambigdocs answer --dry-run`: the exact model inputs of a run, without a model or a request.
 
-Each example's row in the dry-run file holds what the back-end would receive: `prompt`, the
-text an open model (hf, vllm) tokenises (its BOS is added by the tokenizer and is not part of the
-text, except where a chat template writes it), or `messages`, the list the OpenAI API is sent.
-Chat prompts for open models need the tokenizer (its chat template renders them); that is the
-only thing a dry run may load, and only for `--prompt-format chat` (or no format given).
+Each example's row in the dry-run file holds the data set's row (without `retrieved`), the
+documents shown (`docs`), and `prompt`, what the back-end receives: the text an open model (hf,
+vllm) tokenises (its BOS is added by the tokenizer and is not part of the text, except where a
+chat template writes it), or a list of chat messages (the chat format, and always for openai:
+the list the API is sent). For chat messages to an open model, `prompt_text` is the text its
+chat template renders. The rows are a dataset trl reads as it is (`prompt`, conversational or
+not, plus the columns the rewards in `generation/rewards.py` need: docs/training.md). Chat
+prompts for open models need the tokenizer; that is the only thing a dry run may load, and only
+for `--prompt-format chat` (or no format given).
 """
 
 from __future__ import annotations
@@ -33,9 +37,13 @@ def load_tokenizer(name: str, *, trust_remote_code: bool = False, why: str):
 
 
 def model_input(prompt: Prompt, backend_kind: str, tokenizer=None, model_name: str = "") -> dict:
-    """What the back-end receives for one prompt: `{"messages": [...]}` for openai (a string is
-    sent as one user turn), `{"prompt": text}` for hf/vllm (chat messages rendered through the
-    tokenizer's chat template with the generation prompt, as the back-ends do).
+    """What the back-end receives for one prompt, as `prompt`: for openai the messages sent (a
+    string is sent as one user turn); for hf/vllm the text, or chat messages, with `prompt_text`
+    the text the tokenizer's chat template renders from them, as the back-ends do.
+
+    When the template rejects a system turn, the back-ends move it into the user turn
+    (`generation.backends.hf.render_prompt`); `prompt` is then the messages after that move, so
+    that trl, which renders `prompt` with the same template, can render them too.
 
     Raises:
         ValueError: chat messages for an open model without a tokenizer or chat template.
@@ -43,14 +51,22 @@ def model_input(prompt: Prompt, backend_kind: str, tokenizer=None, model_name: s
     if backend_kind == "openai":
         from generation.backends.openai import to_messages
 
-        return {"messages": to_messages(prompt)}
+        return {"prompt": to_messages(prompt)}
     if isinstance(prompt, str):
         return {"prompt": prompt}
     if tokenizer is None:
         raise ValueError("chat prompts for an open model need its tokenizer (chat template)")
-    from generation.backends.hf import render_prompt
+    from jinja2.exceptions import TemplateError
 
-    return {"prompt": render_prompt(tokenizer, prompt, model_name or "the model")}
+    from generation.backends.hf import merge_system_into_first_user, render_prompt
+
+    text = render_prompt(tokenizer, prompt, model_name or "the model")
+    messages = [dict(m) for m in prompt]
+    try:
+        tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    except TemplateError:
+        messages = merge_system_into_first_user(messages)
+    return {"prompt": messages, "prompt_text": text}
 
 
 def dry_run_rows(
@@ -63,12 +79,15 @@ def dry_run_rows(
     model_name: str = "",
     extra: Mapping | None = None,
 ) -> list[dict]:
-    """One dry-run record per row, in data order: `qid`, `question`, `docs` (in the order
-    shown: `title`, `text`, `pid`), the model input (`prompt` or `messages`) and `extra`."""
+    """One dry-run record per row, in data order: the row's fields (without `retrieved`, as in
+    an answer output: `qid`, `question`, `ambiguous_entity`, the gold `documents`, ...), `docs`
+    (the documents shown, in that order: `title`, `text`, `pid`), the model input (`prompt`, and
+    `prompt_text` for chat messages to an open model; see `model_input`) and `extra`."""
     out = []
     for row in rows:
         qid = row["qid"]
-        record = {"qid": qid, "question": row["question"], "docs": shown[qid]}
+        record = {k: v for k, v in row.items() if k != "retrieved"}
+        record["docs"] = shown[qid]
         record.update(model_input(prompts[qid], backend_kind, tokenizer, model_name))
         record.update(extra or {})
         out.append(record)

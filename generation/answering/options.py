@@ -106,8 +106,8 @@ class AnswerArguments(DataArguments):
     dry_run: bool = field(
         default=False,
         **_help(
-            "load no model and send no request: write OUTPUT as JSONL with each example's qid, "
-            "shown docs and exact model input (prompt or messages)"
+            "load no model and send no request: write OUTPUT as JSONL with each example's row, "
+            "shown docs and exact model input (prompt: text or chat messages), a dataset trl reads"
         ),
     )
     overwrite: bool = field(default=False, **_help("discard an existing output and start again"))

@@ -93,6 +93,7 @@ from generation.io.records import atomic_write_jsonl, read_records
 from generation.io.resume import chunks, finish_work, open_work
 from generation.options import check_at_least, option, run_command
 from generation.prompts import render_expansion_prompt
+from metric.ambigdocs_metric.scoring import parse_documents
 
 THRESHOLD = 0.2
 MAX_NEW_TOKENS = 50
@@ -139,12 +140,9 @@ def _validate(rows: Sequence[Mapping], mapping: Mapping, source: str) -> None:
         answers, docs = row.get("answers"), row.get("documents")
         if not isinstance(docs, list) or not isinstance(answers, list) or len(docs) != len(answers):
             raise ValueError(f"{where}: fields 'documents' and 'answers' must be lists of one size")
-        for k, doc in enumerate(docs):
-            if not isinstance(doc, Mapping) or "pid" not in doc:
+        for k, doc in enumerate(parse_documents(docs, where, ("title", "text"))):
+            if "pid" not in doc:
                 raise ValueError(f"{where}: field 'documents[{k}].pid' missing")
-            for field in ("title", "text"):
-                if not isinstance(doc.get(field), str):
-                    raise ValueError(f"{where}: field 'documents[{k}].{field}' must be a string")
             if not isinstance(answers[k], str):
                 raise ValueError(f"{where}: field 'answers[{k}]' must be a string")
 

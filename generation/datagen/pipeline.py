@@ -58,7 +58,7 @@ from pathlib import Path
 from generation.cli import STAGES
 from generation.datagen.stage_io import stats_path
 from generation.io.records import atomic_write_json, check_utf8
-from generation.io.resume import partial_path
+from generation.io.resume import normalise, partial_path
 from generation.options import INPUT_ERRORS, one_line, parse_mapping
 
 ORDER = ("gather", "seed", "questions", "filter", "expand", "split")
@@ -310,12 +310,8 @@ def _stage_plan(name: str, options: Mapping[str, object], config_path) -> _Stage
 
 def _record(options: Sequence[object]) -> dict:
     """Every option of a stage, defaults filled in, as the state file records them."""
-    return _json_safe({k: v for o in options for k, v in asdict(o).items()})
-
-
-def _json_safe(values: Mapping[str, object]) -> dict:
     # YAML scalars may be dates etc.: record what JSON round-trips, so old == new compares.
-    return json.loads(json.dumps(dict(values), default=str))
+    return normalise({k: v for o in options for k, v in asdict(o).items()})
 
 
 def _recorded_options(name: str, options: Mapping[str, object]) -> dict:

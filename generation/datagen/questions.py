@@ -74,6 +74,7 @@ from generation.io.records import atomic_write_jsonl, read_records
 from generation.io.resume import chunks, finish_work, open_work
 from generation.options import check_at_least, option, run_command
 from generation.prompts import render_question_prompt
+from metric.ambigdocs_metric.scoring import parse_documents
 
 PROMPT_FORMATS = ("chat", "instruction", "plain", "authors")
 PARSE_RULES = ("auto", "lines", "markers")
@@ -166,10 +167,7 @@ def validate_seed_rows(rows: Sequence[Mapping], source: str = "input") -> None:
         docs = row.get("documents")
         if not isinstance(docs, list) or len(docs) != 2:
             raise ValueError(f"{where} ({sn!r}): field 'documents' must be a list of two passages")
-        for k, doc in enumerate(docs):
-            for field in ("title", "text"):
-                if not isinstance(doc, Mapping) or not isinstance(doc.get(field), str):
-                    raise ValueError(f"{where} ({sn!r}): field 'documents[{k}].{field}' missing")
+        parse_documents(docs, f"{where} ({sn!r})", ("title", "text"))
 
 
 def load_exemplars(path: str) -> list[dict]:

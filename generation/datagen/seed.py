@@ -43,7 +43,6 @@ Python: `run(passages, disambiguation, output, num_proc=...)` (used by `build al
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import sys
@@ -57,7 +56,7 @@ from typing import Literal
 from generation.datagen import overlap as ov
 from generation.datagen.stage_io import check_output, write_stage
 from generation.io.passages import collect_passages
-from generation.io.records import check_utf8, gc_paused
+from generation.io.records import gc_paused, read_json
 from generation.io.resume import discard_work, open_work
 from generation.options import check_at_least, option, run_command
 
@@ -77,16 +76,9 @@ def read_disambiguation_map(path: str | os.PathLike) -> dict[str, list[str]]:
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(21, "is a folder, not the map JSON", str(path))
-    raw = path.read_bytes()
-    check_utf8(path, raw)
-    if not raw.strip():
+    if not path.stat().st_size:
         raise ValueError(f"{path}: the file is empty (expected a JSON object {{page: [titles]}})")
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as err:
-        raise ValueError(
-            f"{path}, line {err.lineno}, column {err.colno}: not valid JSON ({err.msg})"
-        ) from None
+    data = read_json(path)  # names the file, line and field (a lone surrogate included)
     if not isinstance(data, dict):
         raise ValueError(
             f"{path}: expected a JSON object {{page: [entity titles]}}, got a {type(data).__name__}"
@@ -94,7 +86,6 @@ def read_disambiguation_map(path: str | os.PathLike) -> dict[str, list[str]]:
     if not data:
         raise ValueError(f"{path}: the map holds no page")
     for page, titles in data.items():
-        _check_text(path, page, f"page {page!r}")
         if not isinstance(titles, list):
             raise ValueError(
                 f"{path}: page {page!r}: the entities must be a list of titles, "
@@ -105,19 +96,7 @@ def read_disambiguation_map(path: str | os.PathLike) -> dict[str, list[str]]:
                 raise ValueError(
                     f"{path}: page {page!r}, entity {i}: a title must be a string, got {title!r}"
                 )
-            _check_text(path, title, f"page {page!r}, entity {i}")
     return data
-
-
-def _check_text(path, text: str, where: str) -> None:
-    # A JSON escape can make a lone surrogate, which no output file can hold: refuse it here,
-    # named, rather than when the output is written.
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(
-            f"{path}: {where}: holds a lone UTF-16 surrogate ({text[:40]!r}), which is not text"
-        ) from None
 
 
 def kept_pages(

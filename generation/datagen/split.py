@@ -44,11 +44,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ambigdocs import DOCUMENT_FEATURES, RAW_FILE_NAMES
+from ambigdocs import RAW_FILE_NAMES
 from generation.datagen.stage_io import format_stats, read_stage, stats_path
-from generation.io.records import atomic_write_json, current_umask
+from generation.io.outputs import check_replaceable, output_lock, replace_folder
+from generation.io.records import atomic_write_json
 from generation.options import option, run_command
 from generation.prompts import strip_disambiguation
+from metric.ambigdocs_metric.scoring import parse_row, parse_string
 
 SPLITS = ("train", "validation", "test")
 DEFAULT_FRACTIONS = (0.6, 0.1, 0.3)
@@ -71,34 +73,15 @@ def to_release_row(row: Mapping, qid: int, where: str) -> dict:
         ValueError: a field is missing or of the wrong type; names the row and the field.
     """
 
-    def fail(field: str, why: str) -> ValueError:
-        return ValueError(f"{where}: field {field!r} {why}")
-
     for field in ("surface_name", "question"):
-        if not isinstance(row.get(field), str) or not row[field].strip():
-            raise fail(field, "must be a non-empty string")
-    docs = row.get("documents")
-    if not isinstance(docs, list) or not docs:
-        raise fail("documents", "must be a non-empty list")
-    out_docs = []
-    for d, doc in enumerate(docs):
-        if not isinstance(doc, Mapping):
-            raise fail(f"documents[{d}]", "must be an object")
-        out = {}
-        for key in DOCUMENT_FEATURES:
-            value = doc.get(key)
-            if key == "pid" and isinstance(value, int) and not isinstance(value, bool):
-                value = str(value)
-            if not isinstance(value, str):
-                raise fail(f"documents[{d}].{key}", f"must be a string, got {value!r}")
-            out[key] = value
-        out_docs.append(out)
-    return {
+        parse_string(row.get(field), where, field, non_empty=True)
+    release = {
         "qid": qid,
         "ambiguous_entity": strip_disambiguation(row["surface_name"]),
         "question": row["question"],
-        "documents": out_docs,
+        "documents": row.get("documents"),
     }
+    return parse_row(release, where, release=True, keep_extra=False)
 
 
 class _UnionFind:
@@ -198,27 +181,28 @@ def run(
     check_fractions(fractions)
     out = Path(output_dir)
     _check_output_folder(out)
-    rows = read_stage(input)
-    kept, skipped = _release_rows(rows, input, progress)
-    groups = passage_groups(kept)
-    assigned = assign_splits(groups, seed=seed, fractions=fractions)
-    _check_disjoint(kept, assigned)
-    _check_not_empty(assigned, fractions, len(kept))
-    stats = {
-        "stage": "split",
-        "output": str(out),
-        "input_rows": len(rows),
-        **{f"skipped_{status}": n for status, n in skipped.items()},
-        "examples": len(kept),
-        "passage_groups": len(groups),
-        "largest_group": max((len(g) for g in groups), default=0),
-        **{split: len(ix) for split, ix in assigned.items()},
-        **{f"{split}_fraction": len(ix) / len(kept) for split, ix in assigned.items()},
-        "seed": seed,
-    }
-    _write_folder(out, {split: [kept[i] for i in ix] for split, ix in assigned.items()}, stats)
-    print(format_stats(stats))
-    return stats
+    with output_lock(out, f"--output-dir {out}"):  # one run at a time
+        rows = read_stage(input)
+        kept, skipped = _release_rows(rows, input, progress)
+        groups = passage_groups(kept)
+        assigned = assign_splits(groups, seed=seed, fractions=fractions)
+        _check_disjoint(kept, assigned)
+        _check_not_empty(assigned, fractions, len(kept))
+        stats = {
+            "stage": "split",
+            "output": str(out),
+            "input_rows": len(rows),
+            **{f"skipped_{status}": n for status, n in skipped.items()},
+            "examples": len(kept),
+            "passage_groups": len(groups),
+            "largest_group": max((len(g) for g in groups), default=0),
+            **{split: len(ix) for split, ix in assigned.items()},
+            **{f"{split}_fraction": len(ix) / len(kept) for split, ix in assigned.items()},
+            "seed": seed,
+        }
+        _write_folder(out, {split: [kept[i] for i in ix] for split, ix in assigned.items()}, stats)
+        print(format_stats(stats))
+        return stats
 
 
 def _release_rows(rows: Sequence[Mapping], input, progress: bool) -> tuple[list[dict], dict]:
@@ -249,56 +233,20 @@ def _check_not_empty(
 
 
 # What a split folder holds; anything else in --output-dir is the user's and is never replaced.
-def _split_files() -> set[str]:
-    return {_file_name(s) for s in SPLITS} | {stats_path("split").name}
+def _split_file(path: Path) -> bool:
+    return path.name in {_file_name(s) for s in SPLITS} | {stats_path("split").name}
 
 
 def _check_output_folder(out: Path) -> None:
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--output-dir {out} is a file, not a folder")
-    # A file where one of its folders should be: refused before the input is read, naming it.
-    blocker = next((p for p in out.parents if p.exists() and not p.is_dir()), None)
-    if blocker is not None:
-        raise ValueError(f"--output-dir {out}: {blocker} is a file, not a folder")
-    if out.is_dir():
-        other = sorted(p.name for p in out.iterdir() if p.name not in _split_files())
-        if other:
-            raise ValueError(
-                f"--output-dir {out} holds other files than a split's ({', '.join(other[:5])}); "
-                "choose an empty or new folder"
-            )
+    check_replaceable(out, _split_file, f"--output-dir {out}", "a split's")
 
 
 def _write_folder(out: Path, splits: Mapping[str, list[dict]], stats: Mapping) -> None:
-    """Writes the whole split folder so that readers see the old set or the new one, never a mix.
-
-    The files go to a fresh sibling folder first; then the old folder is moved aside and the new
-    one takes its name. Leftovers of an interrupted earlier run (`.NAME.tmp-*`) are removed.
-    """
-    import shutil
-    import tempfile
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    for leftover in out.parent.glob(f".{out.name}.tmp-*"):
-        shutil.rmtree(leftover, ignore_errors=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+    """Writes the whole split folder: readers see the old set or the new one, never a mix."""
+    with replace_folder(out, _split_file, f"--output-dir {out}", "a split's") as new:
         for split, rows in splits.items():
-            atomic_write_json(staging / _file_name(split), rows, indent=None)
-        atomic_write_json(stats_path(staging / "split"), dict(stats))
-        _follow_umask(staging)
-        old = staging.with_name(staging.name + "-old")
-        if out.exists():
-            out.rename(old)
-        staging.rename(out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.rmtree(staging.with_name(staging.name + "-old"), ignore_errors=True)
-
-
-def _follow_umask(folder: Path) -> None:
-    # mkdtemp makes a 0700 folder: give it the mode a plain mkdir would have.
-    folder.chmod(0o777 & ~current_umask())
+            atomic_write_json(new / _file_name(split), rows, indent=None)
+        atomic_write_json(stats_path(new / "split"), dict(stats))
 
 
 def _check_disjoint(rows: Sequence[Mapping], assigned: Mapping[str, Sequence[int]]) -> None:

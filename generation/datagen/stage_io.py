@@ -12,7 +12,9 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from generation.io.outputs import hold_lock, refuse_symlink, release_lock
 from generation.io.records import _atomic_write, atomic_write_json, atomic_write_jsonl, read_records
+from metric.ambigdocs_metric.scoring import parse_string
 
 
 def _is_parquet(path: str | os.PathLike) -> bool:
@@ -30,12 +32,15 @@ def read_stage(path: str | os.PathLike) -> list[dict]:
 
 def check_output(path: str | os.PathLike, option: str = "--output") -> None:
     """Checks, before any work, that a stage can write its output file (and the files beside
-    it) at `path`: not a folder, and no file where a folder of the path should be.
+    it) at `path`: not a folder, not a symbolic link, and no file where a folder of the path
+    should be; then takes the output's lock until `write_stage` (one run per output).
 
     Raises:
         ValueError: names the option and the path.
+        OutputBusy: another run is writing this output.
     """
     path = Path(path)
+    refuse_symlink(path, f"{option} {path}")
     if path.is_dir():
         raise ValueError(f"{option} {path}: is a folder; give a file name")
     for parent in path.parents:
@@ -44,7 +49,8 @@ def check_output(path: str | os.PathLike, option: str = "--output") -> None:
                 raise ValueError(f"{option} {path}: {parent} is a file, not a folder")
             if not os.access(parent, os.W_OK | os.X_OK):
                 raise ValueError(f"{option} {path}: cannot write in the folder {parent}")
-            return
+            break
+    hold_lock(path, f"{option} {path}")
 
 
 def stats_path(path: str | os.PathLike) -> Path:
@@ -79,6 +85,7 @@ def write_stage(
         atomic_write_jsonl(path, records)
     saved = {"stage": stage, "output": str(path), **stats}
     atomic_write_json(stats_path(path), saved)
+    release_lock(path)  # taken by check_output
     print(format_stats(saved))
     return saved
 
@@ -115,10 +122,10 @@ def keyed_rows(rows: Sequence[Mapping], source: str) -> Iterator[tuple[Mapping, 
         raise ValueError(f"{source}: holds no rows")
     seen = set()
     for i, row in enumerate(rows):
-        sn = row.get("surface_name")
+        if not isinstance(row, Mapping):
+            raise ValueError(f"{source}: row {i}: a {type(row).__name__}, not an object")
+        sn = parse_string(row.get("surface_name"), f"{source}: row {i}", "surface_name", True)
         where = f"{source}: row {i} ({sn!r})"
-        if not isinstance(sn, str) or not sn:
-            raise ValueError(f"{source}: row {i}: field 'surface_name' must be a non-empty string")
         if sn in seen:
             raise ValueError(f"{where}: field 'surface_name' occurs twice")
         seen.add(sn)

@@ -20,6 +20,7 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from generation.prompts import render_question_training_text
+from metric.ambigdocs_metric.scoring import parse_documents, parse_string
 
 logger = logging.getLogger(__name__)
 
@@ -42,28 +43,8 @@ def validate_record(record: Mapping, index: int) -> None:
         ValueError: a needed field is missing or malformed (names the record and the field).
     """
     for name in ("surface_name", "question"):
-        value = record.get(name)
-        _require(
-            isinstance(value, str) and value.strip() != "",
-            index,
-            name,
-            "must be a non-empty string",
-        )
-    documents = record.get("documents")
-    _require(
-        isinstance(documents, Sequence) and not isinstance(documents, str) and len(documents) > 0,
-        index,
-        "documents",
-        "must be a non-empty list of {title, text}",
-    )
-    for k, doc in enumerate(documents):
-        for key in ("title", "text"):
-            _require(
-                isinstance(doc, Mapping) and isinstance(doc.get(key), str),
-                index,
-                f"documents[{k}].{key}",
-                "must be a string",
-            )
+        parse_string(record.get(name), f"record {index}", name, non_empty=True)
+    documents = parse_documents(record.get("documents"), f"record {index}", ("title", "text"))
     answers = record.get("answers")
     _require(
         isinstance(answers, Sequence)

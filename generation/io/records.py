@@ -15,129 +15,41 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-# One pause of the collector for every bulk read (the scorer's; the metric folder stays
-# self-contained, so the shared copy lives there).
-from metric.ambigdocs_metric.scoring import gc_paused
-
-
-def read_records(path: str | os.PathLike) -> list[dict]:
-    """Reads a JSON array of objects or a JSONL file (one object a line), whichever it holds.
-
-    Numbers are read exactly (the standard library's parser: orjson would turn integers beyond
-    64 bits into floats), and text that cannot be written as UTF-8 (a lone surrogate such as
-    `"\\ud800"`) is refused here rather than failing later inside Arrow with no place named.
-
-    Args:
-        path: the file.
-
-    Returns:
-        The records in file order.
-
-    Raises:
-        ValueError: the file is not UTF-8, is neither format, or an element/line is not a JSON
-            object or holds a lone surrogate; the message names the file and the line (and byte
-            or column) or the element.
-    """
-    data = Path(path).read_bytes()
-    check_utf8(path, data)
-    if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
-        with gc_paused():  # many new dicts, no cycles: a collection would only walk them
-            try:
-                rows = json.loads(data)
-            except json.JSONDecodeError as err:
-                raise ValueError(
-                    f"{path}, line {err.lineno}, column {err.colno}: not valid JSON ({err.msg})"
-                ) from None
-        if not isinstance(rows, list):
-            raise ValueError(f"{path}: expected a JSON array of objects or JSONL")
-        for i, row in enumerate(rows):
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}: element {i} is a {type(row).__name__}, not an object")
-        if _SURROGATE_ESCAPE.search(data):
-            for i, row in enumerate(rows):
-                _check_encodable(row, f"{path}: element {i}")
-        return rows
-    with gc_paused():
-        return list(_parse_jsonl_lines(path, data.splitlines()))
-
-
-def iter_jsonl(path: str | os.PathLike) -> Iterator[dict]:
-    """Yields the objects of a JSONL file, streaming; blank lines are skipped.
-
-    Raises:
-        ValueError: a line is not UTF-8, not a JSON object, or holds a lone surrogate (the
-            message names the file and line number).
-    """
-    with Path(path).open("rb") as f:
-        yield from _parse_jsonl_lines(path, f)
-
-
-# A JSON escape of a UTF-16 surrogate: only such an escape can make text that is not UTF-8.
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-
-
-def _parse_jsonl_lines(path, lines: Iterable[bytes]) -> Iterator[dict]:
-    for lineno, line in enumerate(lines, 1):
-        line = line.rstrip(b"\r\n")  # so that the parser's column is the line's column
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except UnicodeDecodeError:
-            check_utf8(path, line, first_line=lineno)
-            raise
-        except json.JSONDecodeError as err:
-            raise ValueError(
-                f"{path}, line {lineno}, column {err.colno}: not valid JSON ({err.msg})"
-            ) from None
-        if not isinstance(row, dict):
-            raise ValueError(f"{path}, line {lineno}: a {type(row).__name__}, not an object")
-        if _SURROGATE_ESCAPE.search(line):
-            _check_encodable(row, f"{path}, line {lineno}")
-        yield row
-
-
-def _check_encodable(value: Any, where: str, field: str = "") -> None:
-    """Raises a ValueError naming the field whose text holds a lone surrogate."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValueError(
-                f"{where}: field {field or '(value)'!r} holds a lone UTF-16 surrogate "
-                f"({value[:40]!r}), which is not text"
-            ) from None
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_encodable(key, where, field)
-            _check_encodable(item, where, f"{field}.{key}" if field else str(key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            _check_encodable(item, where, f"{field}[{i}]")
-
-
-def check_utf8(path: str | os.PathLike, data: bytes, first_line: int = 1) -> None:
-    """Raises a ValueError naming the file, line and byte where `data` stops being UTF-8."""
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line_start = data.rfind(b"\n", 0, err.start) + 1
-        line = first_line + data.count(b"\n", 0, err.start)
-        raise ValueError(
-            f"{path}, line {line}, byte {err.start - line_start + 1}: not valid UTF-8 "
-            f"({data[err.start : err.end]!r})"
-        ) from None
+# The one reader (exact numbers, bounded nesting, file:line errors) sits at the bottom layer, in
+# the metric's folder, so that the builder reads files the same way without importing generation/.
+from metric.ambigdocs_metric.json_files import (  # noqa: F401 (re-exported)
+    check_text,
+    check_utf8,
+    gc_paused,
+    iter_jsonl,
+    loads,
+    read_json,
+    read_records,
+)
 
 
 def dumps_line(record: Any) -> str:
     """One JSONL line (with its newline); non-ASCII text is kept readable."""
     return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def jsonl_bytes(records: Iterable[Any]) -> bytes:
+    """JSONL of many records, fast (orjson), with exact numbers: a record orjson refuses (an
+    integer beyond 64 bits) is written by the standard library instead."""
+    import orjson
+
+    def line(record: Any) -> bytes:
+        try:
+            return orjson.dumps(record) + b"\n"
+        except orjson.JSONEncodeError:
+            return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+    return b"".join(map(line, records))
 
 
 def current_umask() -> int:
@@ -168,20 +80,30 @@ def make_parent(path: str | os.PathLike) -> None:
 
 
 def _atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: str = "w") -> None:
+    """Writes through a temporary file beside `path`, then renames it over `path`.
+
+    Raises:
+        ValueError: `path` is a symbolic link (never written through, see io/outputs.py).
+        OSError: naming `path`, never the temporary file (e.g. a full disk).
+    """
+    from generation.io.outputs import real_name_errors, refuse_symlink
+
     path = Path(path)
+    refuse_symlink(path)
     make_parent(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp makes the file 0600; the output gets the mode a plain open() would give it.
-        os.fchmod(fd, 0o666 & ~current_umask())
-        with os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {})) as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with real_name_errors(path):
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            # mkstemp makes the file 0600; the output gets the mode a plain open() would give.
+            os.fchmod(fd, 0o666 & ~current_umask())
+            with os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {})) as f:
+                write(f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -229,12 +151,16 @@ class ResumableJsonl:
     """
 
     def __init__(self, path: str | os.PathLike, key: Callable[[dict], Any]):
+        from generation.io.outputs import refuse_symlink
+
         self.path = Path(path)
         self.key = key
+        refuse_symlink(self.path)  # appending would write into the link's target
         make_parent(self.path)
         self.records: list[dict] = self._load_and_repair()
         self.done: set = {key(r) for r in self.records}
-        self._file = self.path.open("a", encoding="utf-8")
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        self._file = os.fdopen(os.open(self.path, flags, 0o666), "a", encoding="utf-8")
 
     def _load_and_repair(self) -> list[dict]:
         """Reads what is there; cuts a torn last line so that appends start on a clean line."""
@@ -249,8 +175,8 @@ class ResumableJsonl:
             line = data[start:end]
             if line.strip():
                 try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError:
+                    records.append(loads(line, f"{self.path}, line {len(records) + 1}"))
+                except ValueError:
                     # A complete line that is not JSON is not a crash artefact: refuse to guess.
                     if data.find(b"\n", end + 1) != -1 or data[end + 1 :].strip():
                         raise ValueError(
@@ -266,10 +192,13 @@ class ResumableJsonl:
 
     def append(self, records: Iterable[dict]) -> None:
         """Appends records and makes them durable before returning."""
+        from generation.io.outputs import real_name_errors
+
         records = list(records)
-        self._file.writelines(map(dumps_line, records))
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        with real_name_errors(self.path):
+            self._file.writelines(map(dumps_line, records))
+            self._file.flush()
+            os.fsync(self._file.fileno())
         self.records.extend(records)
         self.done.update(self.key(r) for r in records)
 

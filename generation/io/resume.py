@@ -20,11 +20,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from generation.io.records import ResumableJsonl, atomic_write_json, check_utf8
+from generation.io.records import ResumableJsonl, atomic_write_json, read_json
 from generation.options import one_line
 
 # Files up to this size are fingerprinted by content (SHA-256); larger ones (the 13 GB passage
@@ -156,11 +156,9 @@ def read_saved_json(
         ResumeRefused: one line naming the file and `--overwrite`.
     """
     path = Path(path)
-    data = path.read_bytes()
     try:
-        check_utf8(path, data)
-        saved = json.loads(data)
-    except ValueError as err:  # also json.JSONDecodeError
+        saved = read_json(path)
+    except ValueError as err:  # not UTF-8, not JSON, a lone surrogate, too deep
         raise unreadable_state(path, what, one_line(err)) from None
     if not isinstance(saved, dict):
         raise unreadable_state(path, what, f"not a JSON object but {type(saved).__name__}")
@@ -184,6 +182,47 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
     names = {dict: "a JSON object", list: "a JSON list", str: "a string", int: "an integer"}
     kinds = kind if isinstance(kind, tuple) else (kind,)
     return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def check_kept_rows(
+    rows: Iterable[Mapping],
+    run: Mapping[str, Any],
+    known: Collection,
+    *,
+    key: str,
+    what: str,
+) -> None:
+    """Re-checks every kept row of resumed work against the run, before any of it is kept.
+
+    The recorded settings vouch for the file as a whole; a row may still contradict them (a
+    file that two runs wrote into, rows pasted from another output). Such a row is refused, not
+    silently kept or dropped: the file mixes runs, and which rows are stale cannot be told from
+    the row alone. A field the row does not record contradicts nothing.
+
+    Args:
+        rows: the kept rows.
+        run: the run's own values of the fields each row records (e.g. model, setting, seed).
+        known: the keys of the data (every row of it, not only this run's `--limit`).
+        key: the rows' key field (`qid`).
+        what: the file, as the message names it.
+
+    Raises:
+        ResumeRefused: one line naming the file, the row's key, the field and both values.
+    """
+    run = normalise(run)
+    for row in rows:
+        if row[key] not in known:
+            raise ResumeRefused(
+                f"{what}: kept row {key} {row[key]!r} is not in the data, so the file is not "
+                "this data's work; pass --overwrite to start again"
+            )
+        for field, value in run.items():
+            if field in row and normalise({field: row[field]})[field] != value:
+                raise ResumeRefused(
+                    f"{what}: kept row {key} {row[key]!r} was made with {field} "
+                    f"{row[field]!r}, not this run's {value!r}, so the file mixes runs; pass "
+                    "--overwrite to start again"
+                )
 
 
 # --- work files beside an output -------------------------------------------------------------

@@ -20,6 +20,7 @@ from generation.report.bootstrap import (
     value_matrix,
 )
 from generation.report.layout import CATEGORY_NAMES, SCORE_KEYS, SCORE_LABELS
+from generation.report.tables import md_code, md_escape
 from metric.ambigdocs_metric.scoring import CATEGORIES
 
 UNSCORED = "unscored"  # the transition-matrix row/column of examples without a category
@@ -171,13 +172,13 @@ def _label(key: str) -> str:
 
 def format_comparison_markdown(comparison: dict) -> str:
     """`comparison.json` as Markdown: a table of differences and a transition matrix per pair."""
-    lines = [f"# Paired comparison against `{comparison['baseline']}`", ""]
+    lines = [f"# Paired comparison against {md_code(comparison['baseline'])}", ""]
     for c in comparison["comparisons"]:
         lines += [
-            f"## `{c['system']}` vs `{c['baseline']}`",
+            f"## {md_code(c['system'])} vs {md_code(c['baseline'])}",
             "",
             f"{c['n_shared']} shared questions; left out: {c['only_in_baseline']} only in "
-            f"`{c['baseline']}`, {c['only_in_system']} only in `{c['system']}`.",
+            f"{md_code(c['baseline'])}, {c['only_in_system']} only in {md_code(c['system'])}.",
             "",
             "| Score | baseline | system | difference | 95% CI | p-value |",
             "|---|---:|---:|---:|---:|---:|",
@@ -186,11 +187,14 @@ def format_comparison_markdown(comparison: dict) -> str:
             ci = s["ci95"]
             ci_text = "-" if not ci or ci[0] is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
             lines.append(
-                f"| {_label(key).replace('|', chr(92) + '|')} | {_num(s['baseline'], '{:.3f}')} | "
+                f"| {md_escape(_label(key))} | {_num(s['baseline'], '{:.3f}')} | "
                 f"{_num(s['system'], '{:.3f}')} | {_num(s['difference'])} | {ci_text} | "
                 f"{_num(s['p_value'], '{:.4f}')} |"
             )
-        lines += ["", f"Category transitions (rows: `{c['baseline']}`, columns: `{c['system']}`)"]
+        lines += [
+            "",
+            f"Category transitions (rows: {md_code(c['baseline'])}, columns: {md_code(c['system'])})",
+        ]
         lines += ["", *_transition_markdown(c["transitions"]), ""]
     return "\n".join(lines)
 

@@ -27,7 +27,12 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from generation.io.records import atomic_write_json, atomic_write_text, read_records
+from generation.io.records import (
+    atomic_write_binary,
+    atomic_write_json,
+    jsonl_bytes,
+    read_records,
+)
 from generation.options import one_line
 from generation.report.layout import CATEGORY_COLOURS, CATEGORY_NAMES, TABLE_ROWS
 from generation.report.outputs import ReportOptions, annotate_summary, write_report_files
@@ -194,9 +199,7 @@ def try_load_qa_model(name: str, **options):
 
 
 def _write_jsonl(path: Path, records: list[dict]) -> None:
-    import orjson
-
-    atomic_write_text(path, b"".join(orjson.dumps(r) + b"\n" for r in records).decode())
+    atomic_write_binary(path, lambda f: f.write(jsonl_bytes(records)))  # exact beyond 64 bits
 
 
 def format_table(columns: dict[str, dict]) -> str:
@@ -277,6 +280,8 @@ def plot_categories(columns: dict[str, dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from generation.report.tables import escape_mathtext
+
     names = list(columns)
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 4.2))
     bottom = [0.0] * len(names)
@@ -284,8 +289,9 @@ def plot_categories(columns: dict[str, dict], path: Path) -> None:
         colour = CATEGORY_COLOURS[key]
         values = [100 * columns[n][key] for n in names]
         bars = ax.bar(
-            names, values, bottom=bottom, color=colour, label=CATEGORY_NAMES[key], width=0.6
-        )
+            [escape_mathtext(n) for n in names],  # a `$` in a name is shown, not mathtext
+            values, bottom=bottom, color=colour, label=CATEGORY_NAMES[key], width=0.6,
+        )  # fmt: skip
         for bar, v, b in zip(bars, values, bottom, strict=True):
             if v >= 4:
                 ax.text(

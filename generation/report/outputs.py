@@ -3,14 +3,68 @@ each summary; then the tables, the paired comparison and `report.html`."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from generation.io.outputs import output_lock, replace_folder, unique_names
 from generation.io.records import atomic_write_json, atomic_write_text
 from generation.report.bootstrap import LEVEL, bootstrap_ci, summary_keys
 from generation.report.provenance import answer_run_settings, build_provenance
 from generation.report.slices import compute_slices
 from generation.report.tables import write_tables
+
+# Every file `ambigdocs evaluate` writes into --output-dir (and, per results file when there are
+# several, into its subfolder). A folder holding anything else is the user's: never replaced.
+EVALUATE_FILES = frozenset(
+    ("summary.json", "per_example.jsonl", "table.md", "table.csv", "table.tex")
+    + ("comparison.json", "comparison.md", "report.html", "categories.png")
+)
+
+
+def _evaluate_entry(path: Path) -> bool:
+    if path.name in EVALUATE_FILES:
+        return True
+    return (
+        path.is_dir()
+        and not path.is_symlink()
+        and all(c.name in EVALUATE_FILES for c in path.iterdir())
+    )
+
+
+def column_names(results: Iterable[Path]) -> list[str]:
+    """Names of the results files' columns and subfolders: their stems, made safe and unique.
+
+    Never a name of the fixed files (`summary.json`, ...), never `.`/`..` or a separator, so
+    each file's outputs stay inside --output-dir (see `generation.io.outputs.unique_names`).
+    """
+    stems = [p.name.removesuffix(".jsonl").removesuffix(".json") for p in map(Path, results)]
+    return unique_names(stems, reserved=EVALUATE_FILES)
+
+
+@contextlib.contextmanager
+def evaluation_folder(out_dir: Path) -> Iterator[Path]:
+    """The one write path of `ambigdocs evaluate`: yields the folder to write every output in.
+
+    Holds the lock of `out_dir` (a second run on it is refused in one line) and writes into a
+    staging folder that replaces `out_dir` as a whole when the block ends normally: the folder
+    then holds exactly this run's files (no earlier report.html beside a new summary); after a
+    failure it keeps the previous run's, untouched. Messages should name `out_dir`, not the
+    staging folder (`final_path`).
+
+    Raises:
+        ValueError: `out_dir` is a link or a file, or holds files evaluate does not write.
+        OutputBusy: another run is writing `out_dir`.
+    """
+    what = f"--output-dir {out_dir}"
+    with output_lock(out_dir, what), replace_folder(out_dir, _evaluate_entry, what) as staging:
+        yield staging
+
+
+def final_path(path: Path, staging: Path, out_dir: Path) -> Path:
+    """Where a file written into the staging folder ends up after the swap."""
+    return out_dir / Path(path).relative_to(staging)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ intervals (`--table-ci`), each cell also gives its 95% bootstrap interval from `
 from __future__ import annotations
 
 import csv
+import html
 import io
+import re
 from pathlib import Path
 
 from generation.io.records import atomic_write_text
@@ -56,22 +58,50 @@ def _cell(summary: dict, key: str, fmt: str, with_ci: bool) -> str:
 def format_markdown(columns: dict[str, dict], with_ci: bool = False) -> str:
     """Table 2 as a Markdown table."""
     names = list(columns)
-    head = " | ".join(_md_escape(n) for n in names)
+    head = " | ".join(md_escape(n) for n in names)
     lines = [f"| | {head} |", "|---|" + "---:|" * len(names)]
     in_categories = False
     for key, label, fmt, is_category in table_rows(columns):
         if is_category and not in_categories:
             lines.append(f"| *{CATEGORY_HEADER}* |" + " |" * len(names))
             in_categories = True
-        name = f"&nbsp;&nbsp;{label}" if is_category else _md_escape(label)
+        name = f"&nbsp;&nbsp;{label}" if is_category else md_escape(label)
         cells = [_cell(columns[n], key, fmt, with_ci) for n in names]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def _md_escape(text: str) -> str:
-    # A bare "|" would split the cell (the answer length's label is "(|y|)").
-    return text.replace("|", "\\|")
+def md_escape(text: str) -> str:
+    """Text safe in a Markdown table cell: HTML shown as text (`<`, `>`, `&` escaped, so a name
+    cannot inject markup), `|` escaped (a bare one would split the cell; the answer length's
+    label is "(|y|)"), line breaks as spaces (one would end the row)."""
+    return " ".join(html.escape(text, quote=False).replace("|", "\\|").splitlines())
+
+
+def md_code(text: str) -> str:
+    """`text` as a Markdown code span that it cannot break out of: the fence is longer than any
+    run of backticks inside (CommonMark), so HTML and Markdown in a name stay literal text."""
+    text = " ".join(text.splitlines())
+    longest = max(map(len, re.findall("`+", text)), default=0)
+    pad = " " if longest else ""
+    return f"{'`' * (longest + 1)}{pad}{text}{pad}{'`' * (longest + 1)}"
+
+
+# What makes a spreadsheet read a cell as a formula (OWASP "CSV injection"), and the full-width
+# forms some spreadsheets fold to them.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def csv_cell(text: str) -> str:
+    """A text cell a spreadsheet shows as text: one starting like a formula gets a leading `'`
+    (the OWASP rule). Only for text (names, labels): numbers are written as they are."""
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def escape_mathtext(label: str) -> str:
+    """A plot label matplotlib shows literally: `$` escaped, so that `$x^2$` or an odd `$` in a
+    file name is text, not mathtext (which would render TeX or fail to parse)."""
+    return label.replace("$", "\\$")
 
 
 def format_csv(columns: dict[str, dict], with_ci: bool = False) -> str:
@@ -80,6 +110,7 @@ def format_csv(columns: dict[str, dict], with_ci: bool = False) -> str:
     names = list(columns)
     header = ["metric"]
     for n in names:
+        n = csv_cell(n)
         header += [n, f"{n} ci95 low", f"{n} ci95 high"] if with_ci else [n]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")

@@ -10,6 +10,7 @@ from .disambig_f1 import DEFAULT_QA_MODEL, disambig_f1
 # evaluate copies only the files this script imports itself (and no comment may follow an import
 # line: evaluate would read it as a download address), so every helper is imported here.
 from .hub_errors import hub_unreachable
+from .json_files import check_text
 from .qa_loading import QAModelError, load_qa_extractor
 from .scoring import CATEGORIES, Reference, aggregate, score_examples, validate_inputs
 from .stopwords import STOPWORDS
@@ -144,17 +145,8 @@ def _check_storable(index: int, prediction: str, reference: dict) -> None:
     qid = reference["qid"]
     # A qid that is itself the bad text is left out: the message must be printable.
     where = f"example {index}" + (f" (qid {qid})" if qid and _utf8_encodable(qid) else "")
-    fields = [("prediction", prediction)]
-    fields += [(k, reference[k]) for k in ("qid", "question", "ambiguous_entity")]
-    for name in ("documents", "contexts"):
-        for j, document in enumerate(reference[name]):
-            fields += [(f"{name}[{j}].{k}", v) for k, v in document.items()]
-    for field, value in fields:
-        if isinstance(value, str) and not _utf8_encodable(value):
-            raise ValueError(
-                f"{where}: {field!r} holds a lone UTF-16 surrogate ({value[:40]!r}), which is "
-                "not text and cannot be stored"
-            )
+    stored = {k: reference[k] for k in ("qid", "question", "ambiguous_entity", "documents")}
+    check_text({"prediction": prediction, **stored, "contexts": reference["contexts"]}, where)
 
 
 def _utf8_encodable(text: str) -> bool:

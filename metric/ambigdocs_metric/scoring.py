@@ -12,14 +12,13 @@ and the normalisation takes a fast path that is exactly equivalent to the SQuAD-
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import re
 import string
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
+from .json_files import gc_paused
 from .stopwords import STOPWORDS
 
 # In the order of the paper's Figure 4 (best to worst): every table, chart and summary uses it.
@@ -254,60 +253,174 @@ def _where(index: int, qid: object) -> str:
     return f"example {index}" + (f" (qid {qid})" if qid is not None else "")
 
 
+# --- the one parser of rows and documents ----------------------------------------------------------
+#
+# Every reader of AmbigDocs rows calls these: the builder (the release's schema, `release=True`),
+# the scorer, `ambigdocs answer`, the lm-eval task, `distill` and the build stages (documents).
+
+# The release's row and document fields, in the schema's order (ambigdocs.FEATURES).
+ROW_FIELDS = ("qid", "ambiguous_entity", "question", "documents")
+DOCUMENT_FIELDS = ("title", "text", "pid", "answer")
+# The range of the `qid` column (int64); Arrow refuses anything outside it.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# Decimal text that round-trips through int exactly (no "007", no "+7").
+_INT_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
+def _field_error(where: str, field: str, problem: str) -> ValueError:
+    return ValueError(f"{where}: field {field!r} {problem}")
+
+
+def _got(value: object) -> str:
+    return f"got {type(value).__name__} {value!r:.40}"
+
+
+def parse_string(value: object, where: str, field: str, non_empty: bool = False) -> str:
+    """`value` if it is a string (and, with `non_empty`, not blank).
+
+    Raises:
+        ValueError: `{where}: field {field!r} must be a string, got ...`.
+    """
+    if not isinstance(value, str):
+        raise _field_error(where, field, f"must be a string, {_got(value)}")
+    if non_empty and not value.strip():
+        raise _field_error(where, field, "is empty")
+    return value
+
+
+def parse_qid(qid: object, where: str, release: bool = False) -> int | str | None:
+    """A row's qid: an integer or a string (None when absent, unless `release`).
+
+    With `release`, the release's int64: decimal text becomes its int; anything else is refused.
+
+    Raises:
+        ValueError: naming `where` and the field.
+    """
+    if release and isinstance(qid, str) and _INT_TEXT.fullmatch(qid):
+        qid = int(qid)
+    if qid is None and not release:
+        return None
+    kinds = int if release else (int, str)
+    if isinstance(qid, bool) or not isinstance(qid, kinds):
+        need = "an integer" if release else "an integer or a string"
+        raise _field_error(where, "qid", f"must be {need}, {_got(qid)}")
+    if release and not INT64_MIN <= qid <= INT64_MAX:
+        raise _field_error(where, "qid", f"is outside int64 ({str(qid)[:40]})")
+    return qid
+
+
+def parse_documents(
+    documents: object,
+    where: str,
+    need: Sequence[str] = ("title", "answer"),
+    field: str = "documents",
+    dict_of_lists: bool = True,
+    pid_text: bool = False,
+) -> list[dict]:
+    """The documents of a row, checked: a non-empty list of objects whose `need` fields are
+    strings.
+
+    Args:
+        documents: the field's value.
+        where: the row, as messages name it.
+        need: the fields each document must hold as a string.
+        field: the field's name (`documents`, `docs`).
+        dict_of_lists: also take the older dict of lists (`datasets` sequence features).
+        pid_text: a `pid` given as an integer becomes its decimal text (DPR ids are ints in the
+            passage file, strings in the release's schema).
+
+    Returns:
+        The documents as new dicts (the row is not changed).
+
+    Raises:
+        ValueError: names `where` and the field (`documents[2].answer`).
+    """
+    if dict_of_lists and not isinstance(documents, list) and isinstance(documents, Mapping):
+        keys = list(documents)
+        for k in keys:
+            if not isinstance(documents[k], (list, tuple)):
+                raise _field_error(
+                    where, f"{field}.{k}", f"must be a list (documents as a dict of lists), "
+                    f"got {type(documents[k]).__name__}"
+                )  # fmt: skip
+        lengths = {len(documents[k]) for k in keys}
+        if len(lengths) > 1:
+            raise _field_error(where, field, "has lists of different lengths")
+        n = lengths.pop() if lengths else 0
+        documents = [{k: documents[k][j] for k in keys} for j in range(n)]
+    if documents is not None and not isinstance(documents, (list, tuple)):
+        raise _field_error(where, field, f"must be a list of objects, {_got(documents)}")
+    if not documents:
+        raise _field_error(where, field, "is missing or empty")
+    out = []
+    for j, doc in enumerate(documents):
+        if not (isinstance(doc, dict) or isinstance(doc, Mapping)):
+            raise _field_error(where, f"{field}[{j}]", f"must be an object, {_got(doc)}")
+        doc = dict(doc)
+        if pid_text and isinstance(doc.get("pid"), int) and not isinstance(doc["pid"], bool):
+            doc["pid"] = str(doc["pid"])
+        for key in need:
+            if key not in doc:
+                raise _field_error(where, f"{field}[{j}].{key}", "is missing")
+            parse_string(doc[key], where, f"{field}[{j}].{key}")
+        out.append(doc)
+    return out
+
+
+def parse_row(row: object, where: str, release: bool = False, keep_extra: bool = True) -> dict:
+    """The one validator of an AmbigDocs row. Text is never altered.
+
+    Args:
+        row: the decoded row.
+        where: its place, as messages name it (`file, row 3`, `example 3`).
+        release: the release's schema exactly (the builder): every field present, `qid` an int64
+            (decimal text becomes the int), each document `title`, `text`, `pid` and `answer`
+            as strings; the result holds the schema's fields in order. Otherwise what scoring
+            needs: `question` and `ambiguous_entity` strings, `qid` absent or an integer or a
+            string, documents (a list, or a dict of lists) with string `title` and `answer`.
+        keep_extra: keep the fields outside the schema (a model's `gen_answer`, `docs`).
+
+    Returns:
+        A new dict; `documents` a list of new dicts.
+
+    Raises:
+        ValueError: a field is missing or has the wrong type; names `where` (with the qid when
+            there is one) and the field (e.g. `documents[2].answer`).
+    """
+    if not (isinstance(row, dict) or isinstance(row, Mapping)):
+        raise ValueError(f"{where}: a {type(row).__name__}, not an object")
+    for field in ROW_FIELDS if release else ():
+        if field not in row:
+            raise _field_error(where, field, "is missing")
+    qid = parse_qid(row.get("qid"), where, release)
+    at = where if qid is None or release else f"{where} (qid {qid})"
+    out = {
+        "qid": qid,
+        "ambiguous_entity": parse_string(row.get("ambiguous_entity"), at, "ambiguous_entity"),
+        "question": parse_string(row.get("question"), at, "question"),
+    }
+    need = DOCUMENT_FIELDS if release else ("title", "answer")
+    docs = parse_documents(
+        row.get("documents"), at, need, dict_of_lists=not release, pid_text=release
+    )
+    out["documents"] = [{k: d[k] for k in DOCUMENT_FIELDS} for d in docs] if release else docs
+    if keep_extra:
+        out.update((k, v) for k, v in row.items() if k not in out)
+    return out
+
+
 def parse_reference(row: Mapping, index: int = 0) -> Reference:
-    """Reads an AmbigDocs row: `documents` as a list of objects or as a dict of lists.
+    """Reads an AmbigDocs row for scoring (`parse_row`, documents as a list or a dict of lists).
 
     Raises:
         ValueError: a field is missing, empty or not a string; names the example and field.
     """
-    # isinstance(x, dict) first: the Mapping ABC check is slow, and rows are nearly always dicts.
-    if not (isinstance(row, dict) or isinstance(row, Mapping)):
-        raise ValueError(f"example {index}: reference must be a mapping, got {type(row).__name__}")
-    qid = row.get("qid")
-    if qid is not None and (isinstance(qid, bool) or not isinstance(qid, (int, str))):
-        raise ValueError(
-            f"example {index}: field 'qid' must be an integer or a string, got {qid!r}"
-        )
-    for field in ("question", "ambiguous_entity"):
-        if not isinstance(row.get(field), str):
-            raise ValueError(
-                f"{_where(index, qid)}: field {field!r} must be a string, got {row.get(field)!r}"
-            )
-    docs = row.get("documents")
-    if not isinstance(docs, list) and isinstance(docs, Mapping):  # the older dict of lists
-        keys = [k for k in ("title", "answer", "pid", "text") if k in docs]
-        for k in keys:
-            if not isinstance(docs[k], (list, tuple)):
-                raise ValueError(
-                    f"{_where(index, qid)}: field 'documents.{k}' must be a list (documents as "
-                    f"a dict of lists), got {type(docs[k]).__name__}"
-                )
-        lengths = {len(docs[k]) for k in keys}
-        if len(lengths) > 1:
-            raise ValueError(
-                f"{_where(index, qid)}: field 'documents' has lists of different lengths"
-            )
-        docs = [{k: docs[k][j] for k in keys} for j in range(lengths.pop() if lengths else 0)]
-    if docs is not None and not isinstance(docs, (list, tuple)):
-        raise ValueError(
-            f"{_where(index, qid)}: field 'documents' must be a list of objects (or a dict of "
-            f"lists), got {type(docs).__name__}"
-        )
-    if not docs:
-        raise ValueError(f"{_where(index, qid)}: field 'documents' is missing or empty")
-    gold = []
-    for j, doc in enumerate(docs):
-        if not (isinstance(doc, dict) or isinstance(doc, Mapping)):
-            raise ValueError(f"{_where(index, qid)}: documents[{j}] must be an object")
-        title, answer, pid = doc.get("title"), doc.get("answer"), doc.get("pid")
-        for field, value in (("title", title), ("answer", answer)):
-            if not isinstance(value, str):
-                raise ValueError(
-                    f"{_where(index, qid)}: documents[{j}] field {field!r} must be a string, "
-                    f"got {value!r}"
-                )
-        gold.append(GoldDocument(title, answer, None if pid is None else str(pid)))
-    return Reference(row["question"], row["ambiguous_entity"], tuple(gold), qid)
+    r = parse_row(row, f"example {index}", keep_extra=False)
+    gold = tuple(
+        GoldDocument(d["title"], d["answer"], None if d.get("pid") is None else str(d["pid"]))
+        for d in r["documents"]
+    )
+    return Reference(r["question"], r["ambiguous_entity"], gold, r["qid"])
 
 
 def scored_documents(
@@ -606,20 +719,6 @@ def score_parsed(
     """`score_examples` on validated input: every string is tokenised in one batch."""
     with gc_paused():
         return _score_parsed(predictions, references, contexts, score_documents)
-
-
-@contextlib.contextmanager
-def gc_paused():
-    """Pauses the cyclic garbage collector. Scoring makes hundreds of thousands of small lists
-    and no cycles; with a large data set in memory, the collections these allocations trigger
-    would walk it again and again (about half the scoring time)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _score_parsed(

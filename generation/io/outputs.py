@@ -1,0 +1,373 @@
+"""Writing a command's outputs: safe names, whole-folder replacement, one run at a time.
+
+The one home of four guarantees every command relies on:
+
+- **Names from inputs are safe.** `safe_name` / `unique_names` turn a file stem or a system
+  name into one path component: never `.`/`..`, no separator (nor a look-alike of one), no
+  control character, nothing Windows refuses, a bounded length, and unique among the names
+  already taken (compared case-folded, as macOS and Windows do). So nothing is ever written
+  outside the output folder, and two inputs never share an output.
+- **Outputs replace the previous set as a whole.** `replace_folder` writes everything into a
+  fresh staging folder beside the target, then swaps it in: after any run, success or failure,
+  the folder holds exactly one run's files (never an earlier run's report beside a new summary,
+  never a mix after a failed write).
+- **Never through a symbolic link.** An output path (file or folder) that is a symbolic link
+  is *refused* (`refuse_symlink`), never written through and never silently replaced: writing
+  through it would change a file elsewhere (perhaps not the user's), and replacing it would
+  quietly move the output off the link's target (e.g. a folder on a larger disk). Folders
+  *above* the output may be links; only the output itself is checked.
+- **One run per output.** `output_lock` takes an exclusive `flock` on a lock file beside the
+  output (`.NAME.lock`); a second run on the same output is refused in one line naming it. The
+  kernel drops the lock when its process dies, so a lock file left by a dead process is simply
+  taken over.
+
+Errors name the real output, never a temporary file (`real_name_errors`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import glob
+import os
+import re
+import shutil
+import tempfile
+import unicodedata
+from collections.abc import Callable, Collection, Iterable, Iterator
+from pathlib import Path
+
+# Longest name made, in UTF-8 bytes: file systems allow 255, and the commands add suffixes
+# (`.partial.settings.json`, `-12`, a staging folder's `.NAME.tmp-xxxxxxxx-old`).
+MAX_NAME_BYTES = 120
+
+# Characters that Windows refuses in a name, and look-alikes of the path separators.
+_FORBIDDEN = frozenset('<>:"/\\|?*')
+_SEPARATOR_LOOKALIKES = frozenset("\u2044\u2215\u2216\u2571\u2572\u29f5\u29f8\u29f9\uff0f\uff3c")
+# Device names Windows reserves, with or without an extension (`con.json`).
+_WINDOWS_DEVICE = re.compile(r"(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?", re.IGNORECASE)
+
+
+def _safe_char(c: str) -> str:
+    category = unicodedata.category(c)
+    if c == " ":
+        return c
+    # C*: control, format (bidi overrides, zero-width), surrogate, private, unassigned;
+    # Z*: line/paragraph separators and spaces other than the plain one.
+    if category[0] in "CZ" or c in _FORBIDDEN or c in _SEPARATOR_LOOKALIKES:
+        return "_"
+    if not c.isascii() and _FORBIDDEN & set(unicodedata.normalize("NFKC", c)):
+        return "_"  # e.g. the full-width solidus, which NFKC folds to "/"
+    return c
+
+
+def _clean(text: str, max_bytes: int) -> str:
+    """`text` as one safe path component (not yet unique)."""
+    # Cut first (a byte short, for the device prefix), so that no cut can end on a dot.
+    name = _truncate("".join(map(_safe_char, str(text))), max_bytes - 1)
+    # Leading dots hide the file (and make `.`, `..`); a leading dash reads as an option;
+    # Windows drops trailing dots and spaces, so `a.` and `a` would be one file there.
+    rest = name.lstrip(". -")
+    name = "_" * (len(name) - len(rest)) + rest
+    rest = name.rstrip(". ")
+    name = (rest + "_" * (len(name) - len(rest))) or "_"
+    return "_" + name if _WINDOWS_DEVICE.fullmatch(name) else name
+
+
+def _truncate(name: str, max_bytes: int) -> str:
+    return name.encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
+
+
+def safe_name(text: str, taken: Collection[str] = (), *, max_bytes: int = MAX_NAME_BYTES) -> str:
+    """A safe path component made from `text`, unique among `taken`.
+
+    The text is kept when it is already safe (readable names); otherwise each unsafe character
+    becomes `_`, leading dots and dashes become `_`, a Windows device name gets a `_` prefix, and
+    the name is cut to `max_bytes`. A name in `taken` (compared case-folded) gets the first free
+    suffix `-2`, `-3`, ...; the result is deterministic.
+
+    Args:
+        text: the input (a file stem, a system name).
+        taken: names already in use (other outputs, fixed files such as `summary.json`).
+        max_bytes: the longest result, in UTF-8 bytes.
+
+    Returns:
+        The name; `text` itself when it is safe and free.
+    """
+    base = _clean(text, max_bytes)
+    used = {t.casefold() for t in taken}
+    if base.casefold() not in used:
+        return base
+    n = 2
+    while True:
+        suffix = f"-{n}"
+        name = _truncate(base, max_bytes - len(suffix)) + suffix
+        if name.casefold() not in used:
+            return name
+        n += 1
+
+
+def unique_names(
+    texts: Iterable[str], reserved: Collection[str] = (), *, max_bytes: int = MAX_NAME_BYTES
+) -> list[str]:
+    """Safe, distinct names for several inputs, in their order (see `safe_name`).
+
+    The first input of each cleaned name keeps it; later ones with the same name get a suffix
+    that no other input's name uses (so `a`, `a`, `a-2` become `a`, `a-3`, `a-2`).
+
+    Args:
+        texts: the inputs.
+        reserved: names no result may take (the command's fixed files), compared case-folded.
+        max_bytes: the longest result, in UTF-8 bytes.
+    """
+    bases = [_clean(t, max_bytes) for t in texts]
+    taken = {r.casefold() for r in reserved}
+    names: list[str | None] = [None] * len(bases)
+    for i, base in enumerate(bases):  # the first of each name keeps it
+        if base.casefold() not in taken:
+            names[i] = base
+            taken.add(base.casefold())
+    for i, base in enumerate(bases):
+        if names[i] is None:
+            names[i] = safe_name(base, taken, max_bytes=max_bytes)
+            taken.add(names[i].casefold())
+    return names  # type: ignore[return-value]
+
+
+# --- symbolic links ----------------------------------------------------------------------------
+
+
+def refuse_symlink(path: str | os.PathLike, what: str | None = None) -> None:
+    """Refuses an output path that is a symbolic link (see the module docstring for why).
+
+    Args:
+        path: the output file or folder.
+        what: how the message names it (e.g. `--output runs/a.jsonl`); the path by default.
+
+    Raises:
+        ValueError: `path` is a symbolic link (dangling or not).
+    """
+    if os.path.islink(path):
+        raise ValueError(
+            f"{what or path}: is a symbolic link (to {os.readlink(path)}); outputs are never "
+            "written through a link: give the real path, or remove the link"
+        )
+
+
+# --- errors that name the real file --------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def real_name_errors(path: str | os.PathLike) -> Iterator[None]:
+    """Re-raises an OSError of the block as one naming `path` (not a temporary file, or no file).
+
+    `[Errno 28] No space left on device` becomes `[Errno 28] No space left on device: 'OUT'`.
+    """
+    try:
+        yield
+    except OSError as err:
+        if err.errno is None or err.filename == str(path):
+            raise
+        raise OSError(err.errno, err.strerror or str(err), str(path)) from None
+
+
+# --- one run per output --------------------------------------------------------------------------
+
+
+class OutputBusy(ValueError):
+    """Another run holds the lock of this output."""
+
+
+def lock_path(path: str | os.PathLike) -> Path:
+    """The lock file of an output: `.NAME.lock` beside it."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.lock")
+
+
+@contextlib.contextmanager
+def output_lock(path: str | os.PathLike, what: str | None = None) -> Iterator[None]:
+    """Holds the exclusive lock of output `path` (a file or a folder) for the block.
+
+    The lock is an `flock` on `.NAME.lock` beside the output, holding the owner's pid; it is
+    released (and the file removed) when the block ends, and by the kernel when the process
+    dies, so a lock file left by a dead process is taken over. Not re-entrant: take it once per
+    run (child processes of the run must not take it again).
+
+    Args:
+        path: the output.
+        what: how the message names the output (e.g. `--output runs/a.jsonl`).
+
+    Raises:
+        OutputBusy: another live process holds the lock; one line naming the output and pid.
+        OSError: the lock file cannot be made (e.g. a read-only folder), naming it.
+    """
+    from generation.io.records import make_parent
+
+    lock = lock_path(path)
+    make_parent(lock)  # a file where a folder should be: named
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise OutputBusy(
+                f"{what or path}: another run (pid {holder}) is writing this output; wait for "
+                "it to finish or choose another output"
+            ) from None
+        # The holder we waited on may have removed the file as it let go: lock the new one.
+        try:
+            same = os.fstat(fd).st_ino == os.stat(lock, follow_symlinks=False).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        lock.unlink(missing_ok=True)  # while still holding it: see the check above
+        os.close(fd)
+
+
+# Locks a process holds beyond one block (`hold_lock`), by resolved output path.
+_HELD: dict[Path, contextlib.ExitStack] = {}
+
+
+def hold_lock(path: str | os.PathLike, what: str | None = None) -> None:
+    """Takes the lock of output `path` (see `output_lock`) until `release_lock` or process exit.
+
+    For commands whose check of the output and final write sit in different functions (the
+    build stages: `stage_io.check_output` ... `write_stage`). Taking a lock this process already
+    holds is a no-op, so a run that failed in between does not lock its own process out.
+
+    Raises:
+        OutputBusy: another process holds the lock.
+    """
+    key = Path(path).absolute()
+    if key in _HELD:
+        return
+    stack = contextlib.ExitStack()
+    stack.enter_context(output_lock(path, what))
+    _HELD[key] = stack
+
+
+def release_lock(path: str | os.PathLike) -> None:
+    """Releases a lock taken with `hold_lock` (nothing if this process does not hold it)."""
+    stack = _HELD.pop(Path(path).absolute(), None)
+    if stack is not None:
+        stack.close()
+
+
+# --- whole-folder replacement ----------------------------------------------------------------------
+
+
+def check_replaceable(
+    target: str | os.PathLike,
+    owned: Callable[[Path], bool] | None = None,
+    what: str | None = None,
+    whose: str = "this command's",
+) -> None:
+    """Checks, before any work, that `replace_folder` may replace `target`.
+
+    Args:
+        target: the output folder.
+        owned: whether an entry of an existing folder (a path in it) is one the command
+            writes; a folder holding anything else is the user's and is never replaced. None:
+            only an empty folder may be replaced.
+        what: how messages name the folder (`--output-dir out`); the path by default.
+        whose: whose files `owned` accepts, as the message says it ("a split's").
+
+    Raises:
+        ValueError: `target` is a link or a file, a file stands where one of its folders should
+            be, or it holds files the command does not write; names them.
+    """
+    target = Path(target)
+    what = what or str(target)
+    refuse_symlink(target, what)
+    if target.exists() and not target.is_dir():
+        raise ValueError(f"{what} is a file, not a folder")
+    blocker = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise ValueError(f"{what}: {blocker} is a file, not a folder")
+    if target.is_dir():
+        other = sorted(p.name for p in target.iterdir() if not (owned and owned(p)))
+        if other:
+            raise ValueError(
+                f"{what} holds other files than {whose} ({', '.join(other[:5])}); choose an "
+                "empty or new folder"
+            )
+
+
+@contextlib.contextmanager
+def replace_folder(
+    target: str | os.PathLike,
+    owned: Callable[[Path], bool] | None = None,
+    what: str | None = None,
+    whose: str = "this command's",
+    mode: int | None = None,
+) -> Iterator[Path]:
+    """Yields an empty staging folder; when the block ends normally it replaces `target`.
+
+    Write every output file into the staging folder (`.NAME.tmp-*`, a sibling of `target`, so
+    the swap is a rename on one file system). On success the old folder is moved aside, the
+    staging folder takes its name and the old one is removed; if the block or the swap fails,
+    the staging folder is removed and `target` keeps the previous run's files, untouched.
+    Leftovers of an interrupted earlier run are removed first.
+
+    Args:
+        target: the output folder.
+        owned: see `check_replaceable`.
+        what, whose: how messages name the folder and its files.
+        mode: the new folder's mode; by default what a plain mkdir gives (0777 less the umask).
+
+    Raises:
+        ValueError: see `check_replaceable`.
+        OSError: the block's or the swap's, naming the file under `target`, never the staging
+            folder.
+    """
+    from generation.io.records import current_umask
+
+    target = Path(target)
+    check_replaceable(target, owned, what, whose)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for leftover in target.parent.glob(f".{glob.escape(target.name)}.tmp-*"):
+        _remove(leftover)
+    with real_name_errors(target):
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    old = staging.with_name(staging.name + "-old")
+    try:
+        try:
+            yield staging
+        except OSError as err:  # name the file as it would have been, not the staging copy
+            inside = err.filename and Path(err.filename).is_relative_to(staging)
+            if not inside:
+                raise
+            real = target / Path(err.filename).relative_to(staging)
+            raise OSError(err.errno, err.strerror or str(err), str(real)) from None
+        # mkdtemp makes a 0700 folder: give it the mode a plain mkdir would have.
+        staging.chmod(0o777 & ~current_umask() if mode is None else mode)
+        with real_name_errors(target):
+            check_replaceable(target, owned, what, whose)  # nothing new appeared while we worked
+            if target.exists():
+                target.rename(old)
+            try:
+                staging.rename(target)
+            except BaseException:
+                if old.exists():
+                    old.rename(target)
+                raise
+    finally:
+        _remove(staging)
+        _remove(old)
+
+
+def _remove(path: Path) -> None:
+    """Removes a file, a link (never its target) or a folder tree, ignoring what is gone."""
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+    elif path.exists():
+        shutil.rmtree(path, ignore_errors=True)
