@@ -482,7 +482,7 @@ def _state():
     """
     from generation.extras import require
 
-    require("answer", "torch", "accelerate", what="ambigdocs answer")  # every back-end
+    require("answer", "torch", "accelerate", what="a model run")  # every back-end
     import torch
     from accelerate import PartialState
 

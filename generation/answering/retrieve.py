@@ -353,7 +353,7 @@ def run(args: RetrieveArguments) -> int:
     from generation.answering.data import read_rows
     from generation.extras import require
 
-    require("retrieval", what="ambigdocs retrieve")
+    require("retrieval", what="dense retrieval")
     check_arguments(args)
     if not args.progress:
         import datasets

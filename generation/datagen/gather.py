@@ -326,7 +326,12 @@ def run(
         The statistics as saved.
     """
     _check_options(source, entity_rule, min_entities, max_entities, templates)
-    require("build", "mwparserfromhell", *(["mwxml"] if source != "api" else []), what="gather")
+    require(
+        "build",
+        "mwparserfromhell",
+        *(["mwxml"] if source != "api" else []),
+        what="reading a MediaWiki dump",
+    )
     check_output(output)
     counts: dict[str, int] = {}
     if source == "api":

@@ -337,7 +337,7 @@ def parse_args(argv: list[str] | None):
     """
     from generation.extras import require
 
-    require("distill", what="ambigdocs distill")  # trl's parser, then the training itself
+    require("distill", what="QLoRA distillation")  # trl's parser, then the training itself
     argv = _apply_aliases(list(argv) if argv is not None else sys.argv[1:])
     config = read_yaml_config(argv)
     parser = make_parser(_preset_of(argv, config))
