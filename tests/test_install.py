@@ -100,6 +100,35 @@ def test_backend_checks_its_extra_before_importing(monkeypatch):
         base.load_backend("vllm", "some/model")
 
 
+@pytest.mark.parametrize(
+    ("blocked", "argv", "line"),
+    [
+        (
+            "faiss",
+            ["retrieve", "--passages", "p.tsv", "--output", "OUT", "--split", "test"],
+            "ambigdocs retrieve: error: dense retrieval needs faiss, not installed: "
+            "pip install 'ambigdocs[retrieval]'",
+        ),
+        (
+            "mwxml",
+            ["build", "gather", "--dump", "x.xml", "--output", "OUT"],
+            "ambigdocs build gather: error: reading a MediaWiki dump needs mwxml, not "
+            "installed: pip install 'ambigdocs[build]'",
+        ),
+    ],
+)
+def test_a_command_needing_a_missing_extra_ends_in_one_line(
+    blocked, argv, line, tmp_path, capsys, monkeypatch
+):
+    from generation.cli import main
+
+    monkeypatch.setitem(sys.modules, blocked, None)
+    argv = [str(tmp_path / "out") if a == "OUT" else a for a in argv]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [line]
+    assert not (tmp_path / "out").exists()
+
+
 def _sample_args(sample_dir, out) -> list[str]:
     return [str(sample_dir / "answers.json"), "--allow-duplicate-qids", "--output-dir", str(out)]
 
