@@ -2,9 +2,10 @@
 the Space declares, opened in headless Chromium, one prediction and one reference row are typed
 in and submitted, and the scores shown are the metric's `compute` in this process.
 
-Gradio conflicts with the pinned requirements (Gradio 6 needs pillow < 13, `make setup` gets
-pillow 13; the Space's declared Gradio must be the one tested), so it is installed from the
-package index into a virtual environment of its own, kept under the user's cache folder and
+Gradio conflicts with the pinned requirements (`pip install --dry-run gradio==6.31.0` in the
+`make setup` environment would downgrade its pillow 13.0.0 to 12.3.0; and the Space's declared
+Gradio must be the one tested), so it is installed from the package index into a virtual
+environment of its own, kept under the user's cache folder and
 keyed by the Gradio version and the Space's requirements: later runs start at once. The Hub is
 never asked (offline); only that first install needs the package index.
 """
