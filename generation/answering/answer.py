@@ -459,6 +459,9 @@ def _state():
     Without CUDA, accelerate only forms a process group (gloo) when asked for CPU explicitly;
     otherwise every launched process would think it is alone and answer everything.
     """
+    from generation.extras import require
+
+    require("answer", "torch", "accelerate", what="a model run")  # every back-end
     import torch
     from accelerate import PartialState
 

@@ -225,17 +225,23 @@ def load_qa_model(name: str, **options):
 
 
 def try_load_qa_model(name: str, **options):
-    """(the QA model, None), or (None, why not) after printing why in one line when the Hub
-    cannot be reached and the model is not in the local cache.
+    """(the QA model, None), or (None, why not) after printing why in one line when torch and
+    transformers are not installed (the `df1` extra), or when the Hub cannot be reached and the
+    model is not in the local cache.
 
     Raises:
         QAModelError: (an OSError) the model fails to load for another reason (a missing
             folder, an unknown id, not a question-answering model): an error, not a skip.
     """
+    from generation.extras import MissingExtraError, require
     from metric.ambigdocs_metric.qa_loading import QAModelError, load_qa_extractor
 
     try:
+        require("df1", what="the QA model")
         return load_qa_extractor(name, **options), None
+    except MissingExtraError as err:
+        print(f"Disambig-F1 skipped: {err}", file=sys.stderr)
+        return None, str(err)
     except QAModelError as err:
         if not err.unreachable:
             raise
@@ -495,9 +501,12 @@ def _qa_model(args: EvaluateOptions):
         return None, "--no-df1 was given"
     if args.qa_model is None:
         return try_load_qa_model(DEFAULT_QA_MODEL, **_qa_options(args))
+    from generation.extras import require
     from metric.ambigdocs_metric.qa_loading import load_qa_extractor
 
-    # A model the user named must load: QAModelError (an OSError) ends the command in one line.
+    # A model the user named must load: QAModelError (an OSError) or MissingExtraError (a
+    # ValueError) ends the command in one line.
+    require("df1", what=f"--qa-model {args.qa_model}")
     return load_qa_extractor(args.qa_model, **_qa_options(args)), None
 
 
