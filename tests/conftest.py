@@ -19,6 +19,32 @@ for _var, _value in {
     os.environ[_var] = _value
 
 import pytest  # noqa: E402
+from hypothesis import settings as hypothesis_settings  # noqa: E402
+
+# Hypothesis profiles. `ci` (chosen when CI=true, or with HYPOTHESIS_PROFILE=ci) draws the same
+# examples on every run (derandomize) and keeps no example database, so one run's failures never
+# leak into the next and a failure reproduces from the command alone. `dev` (the default) is
+# Hypothesis's own: random examples, failures replayed from .hypothesis/.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+hypothesis_settings.register_profile("dev")
+
+
+def hypothesis_profile(env) -> str:
+    """The profile a run uses: HYPOTHESIS_PROFILE if set, else `ci` when CI is true."""
+    return env.get("HYPOTHESIS_PROFILE") or (
+        "ci" if env.get("CI", "").lower() in ("1", "true", "yes") else "dev"
+    )
+
+
+HYPOTHESIS_PROFILE = hypothesis_profile(os.environ)
+hypothesis_settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+def pytest_report_header(config):
+    return (
+        f"hypothesis profile: {HYPOTHESIS_PROFILE} (CI=true or HYPOTHESIS_PROFILE=ci: derandomized)"
+    )
+
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))

@@ -18,11 +18,14 @@ def chromium_binary() -> str | None:
     return None
 
 
-def headless_chromium(width: int = 1280, height: int = 1000):
+def headless_chromium(width: int = 1280, height: int = 1000, user_data_dir: str | None = None):
     """A headless Chromium driven by the system chromedriver, browser logs kept.
 
     Passing the driver's path explicitly keeps Selenium Manager from looking for (and
-    downloading) one.
+    downloading) one; the flags keep Chromium from reaching the network on its own.
+
+    Args:
+        user_data_dir: a fresh profile folder (default: Chromium's own temporary one).
     """
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -36,8 +39,13 @@ def headless_chromium(width: int = 1280, height: int = 1000):
         "--disable-gpu",
         f"--window-size={width},{height}",
         "--allow-file-access-from-files",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
     ):
         options.add_argument(arg)
+    if user_data_dir:
+        options.add_argument(f"--user-data-dir={user_data_dir}")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
 

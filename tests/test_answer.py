@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from launching import STANDALONE_NOTE, held_port
 
 pytest.importorskip("torch")
 
@@ -50,14 +51,6 @@ def _args(model, data_dir, output, *extra, batch_size=4, max_new_tokens=8):
         "--setting", "gold-only", "--batch-size", str(batch_size),
         "--max-new-tokens", str(max_new_tokens), "--seed", "0", "--output", str(output), *extra,
     ]  # fmt: skip
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _rows(path):
@@ -133,36 +126,50 @@ def test_bad_rows_name_the_example_and_field(tiny_llama_dir, tmp_path, capsys):
     assert "example 1: missing field 'question'" in capsys.readouterr().err
 
 
+# The child of the SIGKILL test: `ambigdocs answer` whose back-end, once KILL_AFTER chunks are
+# done, touches the file KILL_FLAG and blocks, so the parent kills it at that known point.
+_KILLED_CHILD = """
+import os, sys, threading
+from pathlib import Path
+from generation.backends import hf
+from generation.cli import main
+real, calls = hf.HFBackend.generate, []
+def generate(self, prompts, **kw):
+    if len(calls) == int(os.environ["KILL_AFTER"]):
+        Path(os.environ["KILL_FLAG"]).touch()
+        threading.Event().wait()  # blocks until killed
+    calls.append(len(prompts))
+    return real(self, prompts, **kw)
+hf.HFBackend.generate = generate
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 def test_sigkill_then_resume_gives_the_uninterrupted_result(
-    tiny_llama_dir, data_dir, tmp_path, repo_root
+    tiny_llama_dir, data_dir, tmp_path, repo_root, reference
 ):
-    # 64 new tokens one example at a time: slow enough to be killed in the middle.
-    out = tmp_path / "killed.jsonl"
-    cmd = [sys.executable, "-m", "generation.cli", "answer"]
-    cmd += _args(tiny_llama_dir, data_dir, out, batch_size=1, max_new_tokens=64)
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(cmd, cwd=repo_root, env=env, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if out.exists() and out.read_text().count("\n") >= 3:
-            break
+    # One example a chunk; the run is killed while generating the fourth, its three rows saved.
+    out, flag = tmp_path / "killed.jsonl", tmp_path / "blocked"
+    cmd = [sys.executable, "-c", _KILLED_CHILD, "answer"]
+    cmd += _args(tiny_llama_dir, data_dir, out, batch_size=1)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "KILL_AFTER": "3", "KILL_FLAG": str(flag)}
+    proc = subprocess.Popen(cmd, cwd=repo_root, env=env, stderr=subprocess.PIPE)
+    while not flag.exists():  # a condition, not a race: the child waits for the kill there
         if proc.poll() is not None:
-            pytest.fail("the run finished before it could be killed")
-        time.sleep(0.01)
+            pytest.fail(f"the run ended before the kill point: {proc.stderr.read()[-2000:]!r}")
+        time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    proc.stderr.close()
     partial = out.read_bytes()
     n_done = partial.count(b"\n")
-    assert 3 <= n_done < N_ROWS, "killed too late to test anything"
+    assert n_done == 3 and partial.endswith(b"\n")  # the three finished chunks, whole
     # Simulate the worst moment of a kill too: a line cut in the middle of its write.
     with out.open("ab") as f:
         f.write(b'{"qid": 99999, "question": "torn')
-    assert answer_main(_args(tiny_llama_dir, data_dir, out, batch_size=3, max_new_tokens=64)) == 0
-    whole = tmp_path / "whole.jsonl"
-    assert (
-        answer_main(_args(tiny_llama_dir, data_dir, whole, batch_size=12, max_new_tokens=64)) == 0
-    )
-    assert _rows(out) == _rows(whole)
+    assert answer_main(_args(tiny_llama_dir, data_dir, out, batch_size=3)) == 0
+    # the uninterrupted run at batch size 1 (the module's reference) gives the same rows
+    assert _rows(out) == reference
     # The rows finished before the kill are kept as they were, not recomputed away.
     final_lines = set(out.read_bytes().splitlines())
     assert all(line in final_lines for line in partial.splitlines()[:n_done])
@@ -219,11 +226,15 @@ def test_accelerate_two_processes_match_one(
     # the runner then forms a gloo group. `--cpu` would start a single process.
     cmd = [launcher, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
            "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "generation.answering.answer"]  # fmt: skip
-    cmd[3:3] = ["--main_process_port", str(_free_port())]  # others may hold 29500
     cmd += _args(tiny_llama_dir, data_dir, out, batch_size=3)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    res = subprocess.run(cmd, cwd=repo_root, env=env, capture_output=True, text=True, timeout=300)
+    with held_port() as port:  # torchrun then binds its own port (tests/launching.py)
+        cmd[3:3] = ["--main_process_port", str(port)]
+        res = subprocess.run(
+            cmd, cwd=repo_root, env=env, capture_output=True, text=True, timeout=300
+        )
     assert res.returncode == 0, res.stderr[-3000:]
+    assert STANDALONE_NOTE in res.stderr  # the port was left to torchrun
     assert "answer[0]" in res.stderr  # two shards, really
     assert _rows(out) == reference
     assert not list(tmp_path.glob("dp.jsonl.part*"))

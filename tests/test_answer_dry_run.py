@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import authors_qa_reference as ref
+import prompt_literals as lit
 import pytest
 
 from generation.answering.answer import main as answer_main
@@ -85,14 +86,12 @@ def test_authors_format_matches_the_reference(
 def test_plain_and_chat_formats(rows_file, tmp_path, tiny_chat_llama_dir, monkeypatch):
     from transformers import AutoTokenizer
 
-    from generation.prompts import render_answer_prompt
-
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     path, rows = rows_file
     # plain for an open model: Figure 11 as one string.
     assert _dry(path, tmp_path / "p.jsonl", "--prompt-format", "plain") == 0
     for row, src in zip(iter_jsonl(tmp_path / "p.jsonl"), rows, strict=True):
-        assert row["prompt"] == render_answer_prompt(src["question"], row["docs"])
+        assert row["prompt"] == lit.answer_plain(src["question"], row["docs"])
         assert row["prompt"].startswith(ref.INSTRUCTION + "\nQuestion: ")
     # openai, default (chat): system = instruction, user = the rest, as the authors' zero-shot.
     assert _dry(path, tmp_path / "o.jsonl", backend="openai", model="gpt-4") == 0
@@ -101,7 +100,7 @@ def test_plain_and_chat_formats(rows_file, tmp_path, tiny_chat_llama_dir, monkey
     # openai, plain: the string is sent as one user turn.
     assert _dry(path, tmp_path / "op.jsonl", "--prompt-format", "plain", backend="openai") == 0
     first = next(iter_jsonl(tmp_path / "op.jsonl"))
-    assert first["prompt"] == [{"role": "user", "content": render_answer_prompt(
+    assert first["prompt"] == [{"role": "user", "content": lit.answer_plain(
         rows[0]["question"], first["docs"])}]  # fmt: skip
     # chat for an open model: the messages (trl renders them), and the text the tokenizer's
     # chat template renders from them (tokenizer only).
@@ -109,9 +108,7 @@ def test_plain_and_chat_formats(rows_file, tmp_path, tiny_chat_llama_dir, monkey
     assert _dry(path, out, "--few-shot", model=str(tiny_chat_llama_dir)) == 0
     tok = AutoTokenizer.from_pretrained(str(tiny_chat_llama_dir))
     for row, src in zip(iter_jsonl(out), rows, strict=True):
-        messages = render_answer_prompt(
-            src["question"], row["docs"], few_shot=True, prompt_format="chat"
-        )
+        messages = lit.answer_chat(src["question"], row["docs"], few_shot=True)
         expected = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         assert row["prompt_text"] == expected and row["prompt_format"] == "chat"
         assert row["prompt"] == messages

@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import threading
 import time
+import types
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 pytest.importorskip("openai")
 
+from generation.backends import openai as openai_backend  # noqa: E402
 from generation.backends.base import load_backend  # noqa: E402
 
 KEY = "sk-test-SECRET-0123456789"
@@ -206,11 +208,35 @@ def test_a_failure_ends_the_retry_waits_of_requests_in_flight(server_factory, mo
     backend = load_backend(
         "openai", "m", base_url=server.url, max_concurrency=2, max_retries=3, backoff_base=2.0
     )
-    started = time.perf_counter()
-    with pytest.raises(RuntimeError, match="prompt 1: HTTP 400"):
-        backend.generate(["flaky", "bad"], max_new_tokens=3)
-    # Without the stop, "flaky" would sit through waits of >= 1 + 2 + 4 s before giving up.
-    assert time.perf_counter() - started < 3.0
+    # Every retry wait lasts an hour; each one the backend starts is recorded with how it ended
+    # (True: ended by the stop). No clock is read: a wait that is not ended never returns.
+    monkeypatch.setattr(backend, "_backoff", lambda attempt, retry_after: 3600.0)
+    waits = []
+
+    class RecordedEvent(threading.Event):
+        def wait(self, timeout=None):
+            ended = super().wait(timeout)
+            waits.append((timeout, ended))
+            return ended
+
+    # only the back-end's own events (the server's and the pool's threads keep theirs)
+    recorded = types.SimpleNamespace(Event=RecordedEvent, Lock=threading.Lock)
+    monkeypatch.setattr(openai_backend, "threading", recorded)
+    outcome = {}
+
+    def call():
+        try:
+            backend.generate(["flaky", "bad"], max_new_tokens=3)
+        except RuntimeError as err:
+            outcome["error"] = str(err)
+
+    worker = threading.Thread(target=call, daemon=True)
+    worker.start()
+    worker.join(timeout=120)  # only a guard against hanging the suite; never reached when right
+    assert not worker.is_alive(), "a retry wait of an hour was not ended by the failure"
+    assert outcome["error"].startswith("prompt 1: HTTP 400")
+    # "flaky" got its 502, started one wait, and the failure of "bad" ended it
+    assert waits == [(3600.0, True)]
     assert sum(r["messages"][-1]["content"] == "flaky" for r in server.requests) == 1
 
 

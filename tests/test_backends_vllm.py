@@ -20,7 +20,8 @@ from generation.prompts import render_answer_prompt
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed")
 def test_missing_vllm_is_a_clear_error():
-    with pytest.raises(ImportError, match=r"pip install vllm.*--backend hf"):
+    # The back-end's extra is checked before its module is imported (generation/extras.py).
+    with pytest.raises(ValueError, match=r"vllm, not installed: pip install 'ambigdocs\[vllm\]'$"):
         load_backend("vllm", "some/model")
 
 

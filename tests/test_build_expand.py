@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import authors_reference as ref
 import pytest
 from build_fakes import ScriptedBackend, ScriptedChecker
 
@@ -11,7 +12,6 @@ from generation.datagen import expand
 from generation.io.passages import write_passages_tsv
 from generation.io.records import read_records
 from generation.io.resume import partial_path
-from generation.prompts import render_expansion_prompt
 
 SN = "Judge Day"
 QUESTION = "What is the state where Judge Day was born?"
@@ -127,8 +127,8 @@ def test_rule_threshold_entailment_lowest_score(tmp_path):
     # the prompts are the authors' (default) with q_sn; greedy 50 tokens with scores
     call = backend.calls[0]
     assert call["max_new_tokens"] == 50 and call["return_scores"]
-    assert call["prompts"][0] == render_expansion_prompt(
-        f"{SN} E5", f"{SN} E5 passage 0 born in State0", QUESTION, prompt_format="authors"
+    assert call["prompts"][0] == ref.expand_prompt(
+        {"title": f"{SN} E5", "text": f"{SN} E5 passage 0 born in State0"}, QUESTION
     )
     assert call["prompts"][0].startswith("[INST]Given a passage")
     # the NLI sees q_DE (sn replaced by the entity) and the passage as premise
@@ -257,7 +257,7 @@ def test_cli_with_real_hf_backend(tmp_path, tiny_llama_dir):
     backend = load_backend("hf", str(tiny_llama_dir), dtype="float32", device="cpu")
     texts = [f"{SN} E5 passage {k} born in State{k}" for k in range(3)]
     gens = backend.generate(
-        [render_expansion_prompt(f"{SN} E5", t, QUESTION, prompt_format="authors") for t in texts],
+        [ref.expand_prompt({"title": f"{SN} E5", "text": t}, QUESTION) for t in texts],
         max_new_tokens=6,
         return_scores=True,
     )

@@ -319,6 +319,21 @@ def test_checker_runs_converter_then_nli_with_token_limit(tiny_t5_dir):
     assert all(isinstance(r.statement, str) for r in results)
 
 
+def test_nli_token_limit_is_inclusive_at_the_exact_length(tiny_t5_dir):
+    # docs/pipeline.md §3.3: an input *longer* than the limit is not run; one of exactly the
+    # limit's length is. The length is measured here, then used as the limit and limit - 1.
+    gen = Seq2SeqGenerator(str(tiny_t5_dir), batch_size=2, device="cpu")
+    item = EntailmentItem(f"Where was {T1} born?", "Alabama", T1, "Born in Dothan, Alabama.")
+    statement = gen.generate([converter_input(item.question, item.answer)], 6)[0]
+    (ids,) = gen.encode([nli_input(item.title, item.text, statement)])
+    at = ModelEntailmentChecker(gen, gen, max_nli_tokens=len(ids), converter_max_new_tokens=6)
+    below = ModelEntailmentChecker(
+        gen, gen, max_nli_tokens=len(ids) - 1, converter_max_new_tokens=6
+    )
+    assert [r.too_long for r in at.check([item])] == [False]
+    assert [r.too_long for r in below.check([item])] == [True]
+
+
 def test_checker_on_real_tiny_models_maps_output_to_verdict(tiny_t5_dir):
     gen = Seq2SeqGenerator(str(tiny_t5_dir), batch_size=4, device="cpu")
     checker = ModelEntailmentChecker(gen, gen, converter_max_new_tokens=4)

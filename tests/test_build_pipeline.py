@@ -180,6 +180,30 @@ def test_chain_end_to_end_then_resume(chain, capsys):
     for name in ("map", "seeds", "questions", "filtered"):
         assert after[name] == before[name], name
 
+    # A stage's record lists every option with its value. One recorded before an option existed
+    # (here `decoding` of questions) cannot vouch for it, so the recorded run does not win: the
+    # stage and the later ones run again, and a non-default value must be repeated to skip.
+    state_path = config_path.parent / "work" / pipeline.STATE_FILE
+    state = json.loads(state_path.read_text())
+    assert state["questions"]["options"]["decoding"] is None
+    del state["questions"]["options"]["decoding"]
+    state_path.write_text(json.dumps(state))
+    capsys.readouterr()
+    assert pipeline.main(["--config", str(config_path), "--dry-run"]) == 0
+    printed = capsys.readouterr().out
+    assert "questions: runs (its options changed" in printed
+    assert "seed: done, skipped" in printed
+    # a non-default value recorded, then left out of the config: runs again
+    config["stages"]["questions"]["decoding"] = "greedy"
+    config_path.write_text(yaml.safe_dump(config))
+    assert pipeline.main(["--config", str(config_path)]) == 0
+    assert json.loads(state_path.read_text())["questions"]["options"]["decoding"] == "greedy"
+    del config["stages"]["questions"]["decoding"]
+    config_path.write_text(yaml.safe_dump(config))
+    capsys.readouterr()
+    assert pipeline.main(["--config", str(config_path), "--dry-run"]) == 0
+    assert "questions: runs (its options changed" in capsys.readouterr().out
+
 
 def test_resumes_after_a_failed_stage(chain, tmp_path, capsys):
     config_path, config, _ = chain

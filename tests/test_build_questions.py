@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 
+import prompt_literals as lit
 import pytest
 from build_fakes import ScriptedBackend
 
 from generation.datagen import questions
 from generation.io.records import read_records
 from generation.io.resume import partial_path
-from generation.prompts import render_question_prompt
 
 
 def seed_rows(n=3):
@@ -90,8 +90,8 @@ def test_run_writes_question_answers_raw_output_in_input_order(tmp_path):
     assert saved["parsed"] == 2 and saved["stage"] == "questions"
     # chunks of 2: two back-end calls; the chat prompt is the shared Figure 9 template
     assert [len(c["prompts"]) for c in backend.calls] == [2, 1]
-    assert backend.calls[0]["prompts"][0] == render_question_prompt(
-        rows[0]["surface_name"], rows[0]["documents"], prompt_format="chat"
+    assert backend.calls[0]["prompts"][0] == lit.question_chat(
+        rows[0]["surface_name"], rows[0]["documents"]
     )
     assert not partial_path(out_path).exists()
 
@@ -169,7 +169,7 @@ def test_resume_with_other_settings_is_refused(tmp_path):
             raise RuntimeError("boom")
         return GOOD
 
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^boom$"):
         questions.generate_questions(
             src,
             out_path,

@@ -77,7 +77,9 @@ def test_the_decoding_is_recorded_and_a_resume_with_another_is_refused(
     # A service that failed for good: one line saying the finished work is kept, status 1.
     assert _questions(tmp_path, server, monkeypatch, "--prompt-format", "authors") == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "HTTP 400" in err[0] and "run the same command again" in err[0]
+    assert (
+        len(err) == 1 and "prompt 0: HTTP 400" in err[0] and "run the same command again" in err[0]
+    )
     out = tmp_path / "q.jsonl"
     assert partial_path(out).exists()
     recorded = json.loads((tmp_path / "q.jsonl.partial.settings.json").read_text())

@@ -25,7 +25,7 @@ def test_work_done_on_an_older_input_is_refused_and_overwrite_redoes_it(tmp_path
             raise RuntimeError("boom")
         return GOOD
 
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^boom$"):
         questions.generate_questions(
             src, out, ScriptedBackend(crash_on_second), chunk_size=1, show_progress=False
         )
@@ -75,7 +75,7 @@ def test_a_failed_write_leaves_no_statistics_behind(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(stage_io, "atomic_write_jsonl", fail)
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="^disk full$"):
         stage_io.write_stage(out, [{"a": 2}], {"n": 1}, stage="t")
     # Without statistics the output is not complete: `build all` reruns the stage.
     assert not stage_io.stats_path(out).exists()

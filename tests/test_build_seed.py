@@ -285,7 +285,7 @@ def test_resume_skips_finished_pages(tmp_path, monkeypatch):
 
     monkeypatch.setattr(seed, "_BATCH_PAGES", 1)
     monkeypatch.setattr(seed, "_select_task", crashing)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^simulated crash$"):
         seed.run(tsv, map_path, out, progress=False)
     assert not out.exists()
     assert len(_read_jsonl(tmp_path / "seeds.jsonl.partial.jsonl")) == 3
@@ -315,7 +315,7 @@ def test_resume_with_other_options_is_refused_and_overwrite_starts_again(
 
     monkeypatch.setattr(seed, "_BATCH_PAGES", 1)
     monkeypatch.setattr(seed, "_select_task", crashing)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^simulated crash$"):
         seed.run(tsv, map_path, out, progress=False)
     monkeypatch.setattr(seed, "_select_task", real)
     argv = ["--passages", str(tsv), "--disambiguation", str(map_path), "--output", str(out)]

@@ -104,6 +104,12 @@ def test_stage_writes_the_release_layout(tmp_path, capsys):
     assert abs(len(files["train"]) - 36) <= 3 and abs(len(files["test"]) - 18) <= 3
     qids = sorted(r["qid"] for rs in files.values() for r in rs)
     assert qids == list(range(60))
+    # docs/pipeline.md §5: rows within a split are in qid order, as written (no sort here)
+    for rs in files.values():
+        in_file = [r["qid"] for r in rs]
+        assert all(a < b for a, b in zip(in_file, in_file[1:], strict=False)), in_file
+    # the groups are dealt shuffled, so the qid order is the writer's doing, not the input's
+    assert [r["qid"] for r in files["train"]] != list(range(len(files["train"])))
     by_qid = {r["qid"]: r for rs in files.values() for r in rs}
     assert by_qid[0]["ambiguous_entity"] == "Name 0"
     assert by_qid[6]["documents"][0]["pid"] == "12345"  # input row 7 is qid 6 (row 5 skipped)

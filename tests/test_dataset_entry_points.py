@@ -125,6 +125,24 @@ def test_export_never_writes_a_loading_script(sample_dir, tmp_path):
     assert ds.to_list() == [expected_row(r) for r in _sample_rows(sample_dir)]
 
 
+def test_bare_name_loads_an_export_named_ambigdocs(sample_dir, tmp_path, monkeypatch):
+    # README, Install: `ambigdocs export ambigdocs ...`, then `load_dataset("ambigdocs")` in the
+    # same folder (a bare name is a folder of that name in the current folder).
+    monkeypatch.chdir(tmp_path)
+    assert export.main(["ambigdocs", "--config", "sample"]) == 0
+    ds = datasets.load_dataset("ambigdocs", split="test", cache_dir=str(tmp_path / "c"))
+    assert ds.features == FEATURES
+    assert ds.to_list() == [expected_row(r) for r in _sample_rows(sample_dir)]
+
+
+def test_a_clone_named_ambigdocs_is_refused_as_the_readme_says(clone, tmp_path):
+    # Why the README clones into `ambigdocs-toolkit`: a folder holding `<its name>.py` is refused.
+    named = tmp_path / "ambigdocs"
+    shutil.copytree(clone, named)
+    with pytest.raises(RuntimeError, match="Dataset scripts are no longer supported"):
+        _load(named, cache=tmp_path / "c")
+
+
 def test_push_never_uploads_a_loading_script_and_refuses_a_repo_holding_one(tmp_path):
     hub = FakeHub(tmp_path / "downloads")
     rows = [make_row(q) for q in (1, 2)]

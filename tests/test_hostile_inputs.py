@@ -140,7 +140,7 @@ def test_an_output_that_is_a_folder_is_named(tmp_path):
     with pytest.raises(IsADirectoryError) as caught:
         atomic_write_json(tmp_path, {})
     assert caught.value.filename == str(tmp_path)
-    with pytest.raises(IsADirectoryError):
+    with pytest.raises(IsADirectoryError, match="is a folder; give a file path"):
         ResumableJsonl(tmp_path, key=lambda r: r["qid"])
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
@@ -226,7 +226,7 @@ def test_the_dispatcher_still_raises_a_file_error_without_a_path(monkeypatch):
 
     monkeypatch.setitem(cli.COMMANDS, "boom", ("boom_module", "test"))
     monkeypatch.setitem(sys.modules, "boom_module", types.SimpleNamespace(main=fail))
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError, match="^no path attached$"):
         cli.main(["boom"])
 
 

@@ -192,7 +192,7 @@ def test_any_command_failing_on_an_unreachable_hub_is_one_line(monkeypatch, caps
         raise KeyError("a bug, not the network")
 
     fake.main = buggy_main
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="a bug, not the network"):
         cli.main(["fake"])
 
 

@@ -31,7 +31,8 @@ from generation.io.outputs import (
     unique_names,
 )
 from generation.io.records import atomic_write_json, atomic_write_text
-from generation.report.outputs import EVALUATE_FILES, column_names, evaluation_folder
+from generation.report.evaluate import folder_names, system_names
+from generation.report.outputs import EVALUATE_FILES, evaluation_folder
 
 EXPANDED = {
     "surface_name": "X (disambiguation)",
@@ -59,11 +60,15 @@ def stays_inside(folder: Path, name: str) -> bool:
 # --- names ----------------------------------------------------------------------------------------
 
 
+def column_names(paths: list[Path]) -> list[str]:
+    """The subfolders `ambigdocs evaluate` gives these results files (default system names)."""
+    return folder_names(system_names(paths, []))
+
+
 def test_three_files_with_two_stems_get_three_names_and_keep_readable_stems():
     names = column_names([Path("x/a.json"), Path("y/a.json"), Path("a-2.json")])
     assert len(set(names)) == 3
-    assert names[0] == "a" and names[2] == "a-2"  # safe, unique stems are kept as they are
-    assert names[1].startswith("a-")
+    assert names == ["x_a", "y_a", "a-2"]  # the folder tells the two stems apart, readably
 
 
 def test_dot_names_never_escape_nor_take_the_combined_summary(tmp_path):
@@ -139,7 +144,10 @@ def test_a_failed_run_leaves_the_previous_run_untouched(tmp_path):
     out = tmp_path / "out"
     with replace_folder(out, _owned) as new:
         (new / "a.txt").write_text("old")
-    with pytest.raises(RuntimeError), replace_folder(out, _owned) as new:
+    with (
+        pytest.raises(RuntimeError, match="^disk full halfway$"),
+        replace_folder(out, _owned) as new,
+    ):
         (new / "a.txt").write_text("new")
         (new / "b.txt").write_text("new")
         raise RuntimeError("disk full halfway")
@@ -298,7 +306,7 @@ def test_a_planted_link_as_lock_file_is_not_followed(tmp_path):
     victim.write_text("keep")
     out = tmp_path / "a.jsonl"
     outputs.lock_path(out).symlink_to(victim)
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match=r"symbolic link.*\.a\.jsonl\.lock"):
         with output_lock(out):
             pass
     assert victim.read_text() == "keep"

@@ -83,4 +83,7 @@ def test_an_encoder_without_qa_head_is_refused_and_a_qa_model_loads(tmp_path):
     with pytest.raises(QAModelError, match=r"saved as BertModel"):
         load_qa_extractor(str(_save_bert(tmp_path / "encoder", head=False)))
     qa = load_qa_extractor(str(_save_bert(tmp_path / "qa", head=True)), batch_size=3)
-    assert qa.batch_size == 3 and qa.extract(["Where?"], ["In Ohio."]) is not None
+    assert qa.batch_size == 3
+    (span,) = qa.extract(["Where?"], ["In Ohio."])  # one span per pair
+    # a random head answers anything, but only run_qa's placeholder or a piece of the context
+    assert isinstance(span, str) and (span == "empty" or span in "In Ohio.")

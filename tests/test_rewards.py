@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import prompt_literals as lit
 import pytest
 
 from generation import rewards
@@ -164,12 +165,10 @@ def test_chat_dry_run_is_a_conversational_dataset(tmp_path, tiny_chat_llama_dir)
     from transformers import AutoTokenizer
     from trl.data_utils import is_conversational
 
-    from generation.prompts import render_answer_prompt
-
     _dry_run(tmp_path / "chat", model=str(tiny_chat_llama_dir))
     row = load_dataset(str(tmp_path / "chat"))["train"][0]
     assert is_conversational(row) and [m["role"] for m in row["prompt"]] == ["system", "user"]
-    assert row["prompt"] == render_answer_prompt(row["question"], row["docs"], prompt_format="chat")
+    assert row["prompt"] == lit.answer_chat(row["question"], row["docs"])  # an independent literal
     _dry_run(tmp_path / "text", "--prompt-format", "plain")
     assert not is_conversational(load_dataset(str(tmp_path / "text"))["train"][0])
 

@@ -59,7 +59,12 @@ from generation.answering.output import (
     repair,
     write_results_json,
 )
-from generation.backends.base import check_backend_options, parse_backend_options
+from generation.backends.base import (
+    NON_RESULT_OPTIONS,
+    check_backend_options,
+    parse_backend_options,
+    result_options,
+)
 from generation.boundary import guard, one_line
 from generation.documents import select_documents
 from generation.io.outputs import output_lock, refuse_symlink
@@ -68,7 +73,6 @@ from generation.io.resume import (
     check_kept_rows,
     check_settings,
     file_fingerprint,
-    normalise,
     records_digest,
 )
 from generation.prompts import render_answer_input
@@ -98,21 +102,8 @@ def load_rows(args) -> list[dict]:
 
 # --- settings -----------------------------------------------------------------------------------
 
-# Back-end options that do not change the answers (speed, retries, progress): left out of the
-# settings file and of the resume check, as credentials are (by name: generation/secrets.py).
-NON_ANSWER_OPTIONS = frozenset(
-    {
-        "max_concurrency",
-        "max_retries",
-        "backoff_base",
-        "backoff_max",
-        "batch_size",
-        "show_progress",
-        "timeout",
-        "gpu_memory_utilization",
-        "device",
-    }
-)
+# Back-end options that do not change the answers: the one list every resumable command uses.
+NON_ANSWER_OPTIONS = NON_RESULT_OPTIONS
 # Settings added after META_VERSION 1 and their value in files written before them. The input
 # fingerprints have no such value: an output from before them cannot be resumed.
 META_DEFAULTS = {"base_url": None, "backend_options": {}, "decoding": "greedy"}
@@ -121,14 +112,7 @@ META_DEFAULTS = {"base_url": None, "backend_options": {}, "decoding": "greedy"}
 def answer_options(args: AnswerArguments) -> dict:
     """The `--backend-option` values that may change the answers, JSON-safe and sorted
     (`NON_ANSWER_OPTIONS` and credential-like keys are left out)."""
-    options = parse_backend_options(args.backend_option)
-    kept = {
-        key: options[key]
-        for key in sorted(options)
-        if key not in NON_ANSWER_OPTIONS and not secrets.is_secret_key(key)
-    }
-    # YAML scalars may be dates etc.: store what JSON round-trips, so old == new compares.
-    return secrets.scrub(normalise(kept))
+    return result_options(parse_backend_options(args.backend_option))
 
 
 def local_fingerprint(path: str | None) -> str | None:
@@ -475,6 +459,9 @@ def _state():
     Without CUDA, accelerate only forms a process group (gloo) when asked for CPU explicitly;
     otherwise every launched process would think it is alone and answer everything.
     """
+    from generation.extras import require
+
+    require("answer", "torch", "accelerate", what="a model run")  # every back-end
     import torch
     from accelerate import PartialState
 

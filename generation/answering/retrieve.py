@@ -337,7 +337,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: RetrieveArguments) -> int:
     from generation.answering.data import read_rows
+    from generation.extras import require
 
+    require("retrieval", what="dense retrieval")
     check_arguments(args)
     if not args.progress:
         import datasets

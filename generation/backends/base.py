@@ -56,6 +56,28 @@ BACKENDS = {
     "vllm": "generation.backends.vllm:VLLMBackend",
     "openai": "generation.backends.openai:OpenAIBackend",
 }
+# back-end -> (the extra that installs it, the modules it imports): generation/extras.py
+BACKEND_EXTRAS = {
+    "hf": ("answer", ("torch", "transformers", "accelerate")),
+    "vllm": ("vllm", ("vllm",)),
+    "openai": ("answer", ("openai",)),
+}
+
+
+def _backend_factory(kind: str):
+    """The back-end's class, after checking that its extra is installed.
+
+    Raises:
+        ValueError: unknown kind; `MissingExtraError` (a ValueError) when its extra is missing.
+    """
+    if kind not in BACKENDS:
+        raise ValueError(f"unknown backend {kind!r}; choose one of {sorted(BACKENDS)}")
+    from generation.extras import require
+
+    extra, modules = BACKEND_EXTRAS[kind]
+    require(extra, *modules, what=f"the {kind} back-end")
+    module_name, factory = BACKENDS[kind].split(":")
+    return getattr(importlib.import_module(module_name), factory)
 
 
 class LazyBackend:
@@ -127,12 +149,9 @@ def load_backend(kind: str, model: str, **options) -> Backend:
         **options: back-end specific (batch size, adapter, dtype, base URL, concurrency, ...).
 
     Raises:
-        ValueError: unknown kind.
+        ValueError: unknown kind, or its extra is not installed (`MissingExtraError`).
     """
-    if kind not in BACKENDS:
-        raise ValueError(f"unknown backend {kind!r}; choose one of {sorted(BACKENDS)}")
-    module_name, factory = BACKENDS[kind].split(":")
-    return getattr(importlib.import_module(module_name), factory)(model, **options)
+    return _backend_factory(kind)(model, **options)
 
 
 def check_backend_options(kind: str, options: dict) -> None:
@@ -141,12 +160,10 @@ def check_backend_options(kind: str, options: dict) -> None:
     A back-end whose constructor takes `**kwargs` (vllm passes them to `vllm.LLM`) accepts any.
 
     Raises:
-        ValueError: an unknown kind or option (the message lists the known options).
+        ValueError: an unknown kind or option (the message lists the known options), or the
+            back-end's extra is not installed (`MissingExtraError`).
     """
-    if kind not in BACKENDS:
-        raise ValueError(f"unknown backend {kind!r}; choose one of {sorted(BACKENDS)}")
-    module_name, factory = BACKENDS[kind].split(":")
-    params = inspect.signature(getattr(importlib.import_module(module_name), factory)).parameters
+    params = inspect.signature(_backend_factory(kind)).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return
     known = sorted(name for name, p in params.items() if p.kind is p.KEYWORD_ONLY)
@@ -156,3 +173,37 @@ def check_backend_options(kind: str, options: dict) -> None:
             f"unknown --backend-option {', '.join(unknown)} for the {kind} back-end; "
             f"it takes: {', '.join(known)}"
         )
+
+
+# Back-end options that do not change the outputs (speed, retries, progress, placement), or that
+# must never be written to disk (credentials): left out of the settings a resume checks.
+NON_RESULT_OPTIONS = frozenset(
+    {
+        "api_key",
+        "max_concurrency",
+        "max_retries",
+        "backoff_base",
+        "backoff_max",
+        "batch_size",
+        "show_progress",
+        "timeout",
+        "gpu_memory_utilization",
+        "device",
+    }
+)
+
+
+def result_options(options: dict) -> dict:
+    """The back-end options that may change a model's outputs, JSON-safe and sorted: what a
+    resumed run must repeat (`NON_RESULT_OPTIONS` and credential-like keys are left out;
+    credentials inside the values, such as a URL's password, are masked)."""
+    from generation import secrets
+    from generation.io.resume import normalise
+
+    kept = {
+        key: options[key]
+        for key in sorted(options)
+        if key not in NON_RESULT_OPTIONS and not secrets.is_secret_key(key)
+    }
+    # YAML scalars may be dates etc.: record what JSON round-trips, so old == new compares.
+    return secrets.scrub(normalise(kept))

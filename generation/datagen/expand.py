@@ -81,6 +81,7 @@ from generation.datagen.filter import (
     too_many_sentences,
 )
 from generation.datagen.model_options import (
+    SETTINGS_ADDED_LATER,
     ModelOptions,
     check_model_loadable,
     has_chat_template,
@@ -383,6 +384,7 @@ def expand_answers(
         lambda r: r["surface_name"],
         run_settings,
         overwrite=overwrite,
+        defaults=SETTINGS_ADDED_LATER,
         inputs=[input_path, passages, disambiguation],
     )
     todo = [r for r in ok if r["surface_name"] not in progress.done]

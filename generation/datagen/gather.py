@@ -73,6 +73,7 @@ from generation.datagen.gather_rules import (
     opens_a_line,
 )
 from generation.datagen.stage_io import check_output, format_stats, stats_path
+from generation.extras import require
 from generation.io.records import atomic_write_json
 from generation.options import option, run_command
 
@@ -321,6 +322,12 @@ def run(
         The statistics as saved.
     """
     _check_options(source, entity_rule, min_entities, max_entities, templates)
+    require(
+        "build",
+        "mwparserfromhell",
+        *(["mwxml"] if source != "api" else []),
+        what="reading a MediaWiki dump",
+    )
     check_output(output)
     counts: dict[str, int] = {}
     if source == "api":
@@ -408,12 +415,10 @@ def gather_from_api(
     line of the text before "See also", in API order (the toolkit's earlier API rule).
 
     Raises:
-        ValueError: `wikipedia-api` is not installed.
+        ValueError: `wikipedia-api` is not installed (`MissingExtraError`).
     """
-    try:
-        import wikipediaapi
-    except ImportError:
-        raise ValueError("--source api needs `pip install wikipedia-api`") from None
+    require("build", "wikipediaapi", what="--source api")
+    import wikipediaapi
     from tqdm.auto import tqdm
 
     wiki = wikipediaapi.Wikipedia(

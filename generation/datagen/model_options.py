@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from generation.backends.base import BACKENDS, LazyBackend, parse_backend_options
+from generation.backends.base import BACKENDS, LazyBackend, parse_backend_options, result_options
 from generation.boundary import one_line
 from generation.options import check_at_least, option
 
@@ -177,6 +177,15 @@ def check_model_loadable(model: ModelOptions) -> None:
         _tokenizer_has_chat_template(model)
 
 
+# Settings added to the model stages' work files later, and what the toolkit did before them.
+SETTINGS_ADDED_LATER = {"backend_options": {}, "decoding": "greedy"}
+
+
 def model_settings(model: ModelOptions) -> dict:
     """The model options that decide a stage's outputs (checked when a run resumes)."""
-    return {"backend": model.backend, "model": model.model, "adapter": model.adapter}
+    return {
+        "backend": model.backend,
+        "model": model.model,
+        "adapter": model.adapter,
+        "backend_options": result_options(parse_backend_options(model.backend_option)),
+    }

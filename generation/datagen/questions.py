@@ -63,6 +63,7 @@ from typing import Literal
 from generation.backends.base import Backend, LazyBackend
 from generation.backends.openai import decoding_options, resolve_decoding
 from generation.datagen.model_options import (
+    SETTINGS_ADDED_LATER,
     ModelOptions,
     check_model_loadable,
     has_chat_template,
@@ -243,6 +244,7 @@ def generate_questions(
         lambda r: r["surface_name"],
         run_settings,
         overwrite=overwrite,
+        defaults=SETTINGS_ADDED_LATER,
         inputs=[input_path],
     )
     todo = [r for r in rows if r["surface_name"] not in progress.done]

@@ -323,8 +323,12 @@ def parse_args(argv: list[str] | None):
 
     Raises:
         ValueError: any usage error (unknown option, bad value, missing required option, a
-            combination that cannot work), in one line.
+            combination that cannot work), in one line; `MissingExtraError` without the
+            `distill` extra.
     """
+    from generation.extras import require
+
+    require("distill", what="QLoRA distillation")  # trl's parser, then the training itself
     argv = _apply_aliases(list(argv) if argv is not None else sys.argv[1:])
     config = read_yaml_config(argv)
     parser = make_parser(_preset_of(argv, config))

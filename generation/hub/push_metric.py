@@ -16,8 +16,10 @@ one out, and uploads it with one `create_commit`:
 - `README.md`: the metric card with the Space front matter (`sdk: gradio`, `app_file: app.py`,
   `tags: [evaluate, metric]`) merged into its YAML;
 - `requirements.txt`: the folder's, plus `evaluate` when missing (the app imports it);
-- `app.py`: evaluate's usual widget, `launch_gradio_widget(evaluate.load("NAMESPACE/NAME"))` on
-  Gradio 3, the same widget built with Gradio 4+ component names otherwise.
+- `app.py`: evaluate's usual widget, `launch_gradio_widget(module)` on Gradio 3, the same widget
+  built with Gradio 4+ component names otherwise (one empty row to type into, no flagging), for
+  the module loaded from the `NAME.py` beside it. tests/test_space_app.py starts it with the
+  card's Gradio and submits a row from a browser.
 
 Files left on the Space from an earlier version that are not in the new set are deleted in the
 same commit, so a renamed helper cannot linger. The token comes from `HF_TOKEN` or
@@ -48,7 +50,9 @@ REPO_TYPE = "space"
 METRIC_DIR = Path(__file__).resolve().parents[2] / "metric" / "ambigdocs_metric"
 MODULE_FILE = "ambigdocs_metric.py"
 # The Gradio of a Space whose card does not name one (the metric card's own choice is kept).
-DEFAULT_GRADIO_SDK_VERSION = "5.0.0"
+# Gradio 5.0.0 imports `HfFolder`, which huggingface_hub 1 removed (and datasets >= 4.7 needs
+# huggingface_hub >= 1): the Space would not start. tests/test_space_app.py runs this one.
+DEFAULT_GRADIO_SDK_VERSION = "6.31.0"
 # Files the Hub manages itself: never deleted as stale.
 _KEEP = {".gitattributes"}
 
@@ -58,6 +62,7 @@ _KEEP = {".gitattributes"}
 APP_TEMPLATE = '''\
 """The Space's widget: evaluate's `launch_gradio_widget` for {repo_id}."""
 
+import inspect
 from pathlib import Path
 
 import evaluate
@@ -70,7 +75,10 @@ from evaluate.utils.gradio import (
     parse_readme,
 )
 
-module = evaluate.load("{repo_id}")
+# The module beside this file: the Space's own copy of `{name}.py` (the same files that
+# `evaluate.load("{repo_id}")` fetches), so the widget needs no download and runs the same from a
+# local copy of the Space.
+module = evaluate.load(str(Path(__file__).resolve().parent / "{name}.py"))
 
 if hasattr(gr, "inputs"):  # Gradio 3
     launch_gradio_widget(module)
@@ -82,20 +90,29 @@ else:  # Gradio >= 4: no gr.inputs / gr.outputs
     def compute(data):
         return module.compute(**parse_gradio_data(data, input_types))
 
+    def takes(factory, name):  # option names changed between Gradio 4, 5 and 6
+        return name in inspect.signature(factory).parameters
+
+    columns = "column_count" if takes(gr.Dataframe, "column_count") else "col_count"
+    flagging = "flagging_mode" if takes(gr.Interface, "flagging_mode") else "allow_flagging"
     gr.Interface(
         fn=compute,
         inputs=gr.Dataframe(
             headers=list(names),
-            col_count=len(names),
-            row_count=1,
             datatype=json_to_string_type(input_types),
+            row_count=1,
+            # One empty row to type into (Gradio 6 shows none for `row_count=1` alone).
+            value=[[""] * len(names)],
+            **{{columns: len(names)}},
         ),
         outputs=gr.Textbox(label=module.name),
         description=module.info.description
         + "\\nWrap text in double quotes; give structured inputs as JSON.",
         title=f"Metric: {{module.name}}",
         article=parse_readme(Path(__file__).parent / "README.md"),
-    ).launch()
+        # Flagging would store what visitors type on the Space's disk.
+        **{{flagging: "never"}},
+    ).launch(show_error=True)  # the metric's one-line ValueError names the field to fix
 '''
 
 
@@ -182,7 +199,8 @@ def build_space_folder(
     (output_dir / "README.md").write_text(card, encoding="utf-8")
     requirements = (metric_dir / "requirements.txt").read_text(encoding="utf-8")
     (output_dir / "requirements.txt").write_text(_requirements(requirements), encoding="utf-8")
-    (output_dir / "app.py").write_text(APP_TEMPLATE.format(repo_id=repo_id), encoding="utf-8")
+    app = APP_TEMPLATE.format(repo_id=repo_id, name=name)
+    (output_dir / "app.py").write_text(app, encoding="utf-8")
     return sorted(p.name for p in output_dir.iterdir())
 
 

@@ -251,6 +251,7 @@ def open_work(
     *,
     overwrite: bool = False,
     inputs: Sequence[str | os.PathLike] = (),
+    defaults: Mapping[str, Any] | None = None,
 ) -> ResumableJsonl:
     """Opens (or creates) the work file of the job that writes `output`.
 
@@ -260,6 +261,8 @@ def open_work(
         settings: JSON-serialisable settings that decide the results (model, prompt, ...).
         overwrite: discard an existing work file instead of resuming it.
         inputs: the files the results are computed from; their fingerprints join the settings.
+        defaults: values of settings that older work files did not record (only those this
+            run records are filled in).
 
     Returns:
         The `ResumableJsonl`; its `done` holds the finished keys.
@@ -274,7 +277,11 @@ def open_work(
         work.unlink()  # an interrupted run that finished nothing: nothing to resume or protect
     fingerprints = {f"input {p}": file_fingerprint(p) for p in inputs}
     check_settings(
-        _settings_path(output), {**settings, **fingerprints}, has_work=work.exists(), what=str(work)
+        _settings_path(output),
+        {**settings, **fingerprints},
+        has_work=work.exists(),
+        what=str(work),
+        defaults={k: v for k, v in (defaults or {}).items() if k in settings},
     )
     return ResumableJsonl(work, key=key)
 

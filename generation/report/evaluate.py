@@ -28,7 +28,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from generation.io.outputs import safe_name
+from generation.io.outputs import unique_names
 from generation.io.records import (
     atomic_write_binary,
     atomic_write_json,
@@ -51,7 +51,12 @@ from generation.report.options import (
     check_extra_args,
     report_options,
 )
-from generation.report.outputs import annotate_summary, write_report_files
+from generation.report.outputs import (
+    annotate_summary,
+    evaluation_folder,
+    final_path,
+    write_report_files,
+)
 from generation.report.predictions import join_predictions, load_dataset_rows, read_predictions
 from generation.report.provenance import qa_model_record
 from metric.ambigdocs_metric.disambig_f1 import DEFAULT_QA_MODEL
@@ -220,17 +225,23 @@ def load_qa_model(name: str, **options):
 
 
 def try_load_qa_model(name: str, **options):
-    """(the QA model, None), or (None, why not) after printing why in one line when the Hub
-    cannot be reached and the model is not in the local cache.
+    """(the QA model, None), or (None, why not) after printing why in one line when torch and
+    transformers are not installed (the `df1` extra), or when the Hub cannot be reached and the
+    model is not in the local cache.
 
     Raises:
         QAModelError: (an OSError) the model fails to load for another reason (a missing
             folder, an unknown id, not a question-answering model): an error, not a skip.
     """
+    from generation.extras import MissingExtraError, require
     from metric.ambigdocs_metric.qa_loading import QAModelError, load_qa_extractor
 
     try:
+        require("df1", what="the QA model")
         return load_qa_extractor(name, **options), None
+    except MissingExtraError as err:
+        print(f"Disambig-F1 skipped: {err}", file=sys.stderr)
+        return None, str(err)
     except QAModelError as err:
         if not err.unreachable:
             raise
@@ -379,13 +390,8 @@ def system_names(paths: list[Path], given: list[str] | None = None) -> list[str]
 
 def folder_names(names: list[str]) -> list[str]:
     """Each system's subfolder of --output-dir: its name made a safe, unique path component
-    (`generation.io.outputs.safe_name`), never one of the command's own files."""
-    taken = list(OUTPUT_FILES)
-    folders = []
-    for name in names:
-        folders.append(safe_name(name.replace("/", "_"), taken))
-        taken.append(folders[-1])
-    return folders
+    (`generation.io.outputs.unique_names`), never one of the command's own files."""
+    return unique_names([name.replace("/", "_") for name in names], reserved=OUTPUT_FILES)
 
 
 # --- command line ----------------------------------------------------------------------------------
@@ -405,22 +411,30 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: EvaluateOptions) -> int:
-    """The command: read, join, score, write, print (errors: the shared boundary's one line)."""
-    _check_output_dir(args.out)
+    """The command: read, join, score, write, print (errors: the shared boundary's one line).
+
+    Everything runs under --output-dir's lock and is written into a staging folder that
+    replaces it as a whole (`report.outputs.evaluation_folder`): a second run on the folder is
+    refused at once, and after any run the folder holds one run's files."""
     names = system_names(args.paths, args.name)
-    loaded = load_inputs(args)
-    _check_labels_field(args, loaded)
-    # This process keeps the rows to the end: spare every later collection the walk over them.
-    gc.freeze()
-    # Lexical scores first, for every file: forking workers is safe before torch is loaded.
-    scored = [
-        _score_file(p, rows, args, name)
-        for p, rows, name in zip(args.paths, loaded, names, strict=True)
-    ]
-    qa, qa_absent = _qa_model(args)
-    columns = _write_scores(args, names, loaded, scored, qa, qa_absent)
-    systems = {n: (rows, s[0]) for n, rows, s in zip(names, loaded, scored, strict=True)}
-    written = write_report_files(args.out, columns, systems, report_options(args))
+    with evaluation_folder(args.out) as staging:
+        loaded = load_inputs(args)
+        _check_labels_field(args, loaded)
+        # This process keeps the rows to the end: spare every later collection the walk.
+        gc.freeze()
+        # Lexical scores first, for every file: forking workers is safe before torch loads.
+        scored = [
+            _score_file(p, rows, args, name)
+            for p, rows, name in zip(args.paths, loaded, names, strict=True)
+        ]
+        qa, qa_absent = _qa_model(args)
+        columns = _write_scores(args, staging, names, loaded, scored, qa, qa_absent)
+        systems = {n: (rows, s[0]) for n, rows, s in zip(names, loaded, scored, strict=True)}
+        written = write_report_files(staging, columns, systems, report_options(args))
+        if args.plot:
+            written.append(staging / "categories.png")
+            plot_categories(columns, written[-1])
+        written = [final_path(p, staging, args.out) for p in written]
     _print_results(args, columns, written)
     return 0
 
@@ -449,18 +463,6 @@ def load_inputs(args: EvaluateOptions) -> list[list[dict]]:
         )
         for path, recs in zip(args.paths, records, strict=True)
     ]
-
-
-def _check_output_dir(out: Path) -> None:
-    """An unusable --output-dir, before any work."""
-    for folder in (out, *out.parents):
-        if folder.is_dir():
-            break
-        if folder.exists():
-            if folder == out:
-                raise ValueError(f"--output-dir {folder} is a file, not a folder")
-            raise ValueError(f"--output-dir {out}: {folder} is a file, not a folder")
-    out.mkdir(parents=True, exist_ok=True)  # OSError: cannot be created
 
 
 def _check_labels_field(args: EvaluateOptions, loaded: list[list[dict]]) -> None:
@@ -499,13 +501,16 @@ def _qa_model(args: EvaluateOptions):
         return None, "--no-df1 was given"
     if args.qa_model is None:
         return try_load_qa_model(DEFAULT_QA_MODEL, **_qa_options(args))
+    from generation.extras import require
     from metric.ambigdocs_metric.qa_loading import load_qa_extractor
 
-    # A model the user named must load: QAModelError (an OSError) ends the command in one line.
+    # A model the user named must load: QAModelError (an OSError) or MissingExtraError (a
+    # ValueError) ends the command in one line.
+    require("df1", what=f"--qa-model {args.qa_model}")
     return load_qa_extractor(args.qa_model, **_qa_options(args)), None
 
 
-def _write_scores(args, names, loaded, scored, qa, qa_absent) -> dict[str, dict]:
+def _write_scores(args, out_dir, names, loaded, scored, qa, qa_absent) -> dict[str, dict]:
     """Disambig-F1 (when a QA model is there), notes, label agreement, intervals and
     provenance; writes each file's per_example.jsonl and summary.json; returns the summaries
     by system name."""
@@ -526,7 +531,7 @@ def _write_scores(args, names, loaded, scored, qa, qa_absent) -> dict[str, dict]
             categories = [r["category"] for r in records]
             summary["labels"] = label_agreement(categories, labels, args.labels_field)
         annotate_summary(summary, rows, records, path, qa_record, options)
-        out = args.out if single else args.out / folder
+        out = out_dir if single else out_dir / folder
         _write_jsonl(
             out / "per_example.jsonl",
             [{**rec, "answer": row["gen_answer"]} for row, rec in zip(rows, records, strict=True)],
@@ -540,7 +545,7 @@ def _write_scores(args, names, loaded, scored, qa, qa_absent) -> dict[str, dict]
             print(f"\n{name}: automatic categories against {args.labels_field!r}")
             print(format_agreement(summary["labels"]))
     if not single:
-        atomic_write_json(args.out / "summary.json", columns)
+        atomic_write_json(out_dir / "summary.json", columns)
     return columns
 
 
@@ -553,10 +558,6 @@ def _print_results(args: EvaluateOptions, columns: dict[str, dict], written) -> 
         for note in s["notes"]
     )
     print("\n" + "\n".join(f"Note: {note}" for note in notes))
-    if args.plot:
-        png = args.out / "categories.png"
-        plot_categories(columns, png)
-        print(f"\nwrote {png}")
     print("wrote " + ", ".join(str(p) for p in written))
     print(f"\nscores written to {args.out}/")
 

@@ -4,23 +4,21 @@ each summary; then the tables, the paired comparison and `report.html`."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from generation.io.outputs import output_lock, replace_folder, unique_names
+from generation.io.outputs import check_replaceable, output_lock, replace_folder
 from generation.io.records import atomic_write_json, atomic_write_text
 from generation.report.bootstrap import LEVEL, bootstrap_ci, summary_keys
+from generation.report.layout import OUTPUT_FILES
 from generation.report.provenance import answer_run_settings, build_provenance
 from generation.report.slices import compute_slices
 from generation.report.tables import write_tables
 
-# Every file `ambigdocs evaluate` writes into --output-dir (and, per results file when there are
-# several, into its subfolder). A folder holding anything else is the user's: never replaced.
-EVALUATE_FILES = frozenset(
-    ("summary.json", "per_example.jsonl", "table.md", "table.csv", "table.tex")
-    + ("comparison.json", "comparison.md", "report.html", "categories.png")
-)
+# A folder holding anything but these (and system subfolders of them) is the user's: never
+# replaced.
+EVALUATE_FILES = frozenset(OUTPUT_FILES)
 
 
 def _evaluate_entry(path: Path) -> bool:
@@ -31,16 +29,6 @@ def _evaluate_entry(path: Path) -> bool:
         and not path.is_symlink()
         and all(c.name in EVALUATE_FILES for c in path.iterdir())
     )
-
-
-def column_names(results: Iterable[Path]) -> list[str]:
-    """Names of the results files' columns and subfolders: their stems, made safe and unique.
-
-    Never a name of the fixed files (`summary.json`, ...), never `.`/`..` or a separator, so
-    each file's outputs stay inside --output-dir (see `generation.io.outputs.unique_names`).
-    """
-    stems = [p.name.removesuffix(".jsonl").removesuffix(".json") for p in map(Path, results)]
-    return unique_names(stems, reserved=EVALUATE_FILES)
 
 
 @contextlib.contextmanager
@@ -58,6 +46,7 @@ def evaluation_folder(out_dir: Path) -> Iterator[Path]:
         OutputBusy: another run is writing `out_dir`.
     """
     what = f"--output-dir {out_dir}"
+    check_replaceable(out_dir, _evaluate_entry, what)  # before the lock file is made beside it
     with output_lock(out_dir, what), replace_folder(out_dir, _evaluate_entry, what) as staging:
         yield staging
 

@@ -127,7 +127,9 @@ _FEATURES = datasets.Features(
 
 def _canonical(reference: Reference, shown=None) -> dict:
     return {
-        "qid": None if reference.qid is None else str(reference.qid),
+        # evaluate refuses a null text field ("don't match the expected format"): a reference
+        # without a qid (as typed into the Space's widget) is stored with an empty one.
+        "qid": "" if reference.qid is None else str(reference.qid),
         "question": reference.question,
         "ambiguous_entity": reference.ambiguous_entity,
         "documents": [
