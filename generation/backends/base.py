@@ -74,8 +74,9 @@ def _backend_factory(kind: str):
         raise ValueError(f"unknown backend {kind!r}; choose one of {sorted(BACKENDS)}")
     from generation.extras import require
 
-    extra, modules = BACKEND_EXTRAS[kind]
-    require(extra, *modules, what=f"the {kind} back-end")
+    if kind in BACKEND_EXTRAS:  # a plug-in kind (tests, user code) brings its own imports
+        extra, modules = BACKEND_EXTRAS[kind]
+        require(extra, *modules, what=f"the {kind} back-end")
     module_name, factory = BACKENDS[kind].split(":")
     return getattr(importlib.import_module(module_name), factory)
 
