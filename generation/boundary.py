@@ -122,7 +122,8 @@ def guard(prog: str, call: Callable[[], Any], argv: Sequence[str] = ()) -> int:
         argv: the command's arguments, whose secret values are masked in any message.
 
     Returns:
-        The exit status: `call`'s, 2 for an expected failure, 1 for a `ServiceError`.
+        The exit status: `call`'s, 2 for an expected failure, 1 for a `ServiceError`, 130 when
+        interrupted (Ctrl-C).
 
     Raises:
         Anything that is not an expected failure (a bug), unchanged.
@@ -135,6 +136,14 @@ def guard(prog: str, call: Callable[[], Any], argv: Sequence[str] = ()) -> int:
     fail_fast_without_network()
     try:
         status = call()
+    except KeyboardInterrupt:
+        # Ctrl-C: every long job keeps its finished work (append-only outputs, atomic renames),
+        # so say so in one line; 130 is the shell's status for an interrupt.
+        print(
+            f"{prog}: interrupted; the finished work is kept: run the same command again to resume",
+            file=sys.stderr,
+        )
+        return 130
     except Exception as err:
         cause = _unwrapped(err)
         if not expected(cause):

@@ -244,6 +244,24 @@ def test_a_bug_keeps_its_traceback(capsys, monkeypatch, tmp_path, route, bug):
         run_stage(capsys, route, "split", split_argv(tmp_path, "rows.jsonl"))
 
 
+@pytest.mark.parametrize("route", ROUTES)
+def test_ctrl_c_is_one_line_and_status_130(capsys, monkeypatch, tmp_path, route):
+    # Finished work is kept by the writers (append-only, atomic renames): the interrupt says so
+    # in one line rather than a traceback through the worker threads.
+    from generation.datagen import split
+
+    def interrupted(**options):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(split, "run", interrupted)
+    code, err = run_stage(capsys, route, "split", split_argv(tmp_path, "rows.jsonl"))
+    assert code == 130 and "Traceback" not in err
+    assert err == (
+        "ambigdocs build split: interrupted; the finished work is kept: run the same command "
+        "again to resume\n"
+    )
+
+
 def test_the_classification():
     assert boundary.expected(ValueError("x")) and boundary.expected(RecursionError())
     assert boundary.expected(OSError(errno.ENOSPC, "full")) and boundary.expected(OverflowError())

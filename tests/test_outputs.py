@@ -25,7 +25,7 @@ from generation.io import outputs
 from generation.io.outputs import (
     OutputBusy,
     output_lock,
-    refuse_symlink,
+    refuse_unsafe_output,
     replace_folder,
     safe_name,
     unique_names,
@@ -222,7 +222,7 @@ def test_atomic_writes_refuse_a_link_and_leave_its_target(tmp_path):
     dangling = tmp_path / "dangling.json"
     dangling.symlink_to(tmp_path / "nowhere" / "x.json")
     with pytest.raises(ValueError, match="is a symbolic link"):
-        refuse_symlink(dangling)
+        refuse_unsafe_output(dangling)
     assert target.read_text() == "precious"
 
 
@@ -571,3 +571,82 @@ def test_the_evaluation_folder_refuses_a_second_run_and_the_users_folder(tmp_pat
         with evaluation_folder(out):
             pass
     assert (out / "answers.jsonl").read_text() == "{}\n"
+
+
+# --- targets that are not plain files, companions of long names, outputs that collide ------------
+
+
+@pytest.mark.parametrize("route", ["cli", "module"])
+def test_answer_never_replaces_a_pipe_or_device(tmp_path, rows_file, repo_root, capsys, route):
+    # An atomic write renames a regular file over its target: over /dev/null or a FIFO that
+    # would replace the device for everyone (as root, system-wide).
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    status, err = _route(route, _dry_answer(rows_file, fifo), repo_root, capsys)
+    assert_one_line(status, err, fifo, "device, pipe or socket")
+    assert fifo.is_fifo()
+
+
+def test_no_writer_replaces_a_pipe(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for write in (lambda: atomic_write_json(fifo, {}), lambda: atomic_write_text(fifo, "x")):
+        with pytest.raises(ValueError, match="is a device, pipe or socket"):
+            write()
+    with pytest.raises(ValueError, match="is a device, pipe or socket"):
+        refuse_unsafe_output("/dev/null")
+    assert fifo.is_fifo() and Path("/dev/null").is_char_device()
+
+
+def test_companions_of_the_longest_name_fit_and_stay_distinct(tmp_path):
+    # A 250-byte output name is valid; its lock, temporary file and staging folder must still
+    # have names the file system takes (255 bytes), and two such names must not share them.
+    first, second = tmp_path / ("a" * 249 + "1.json"), tmp_path / ("a" * 249 + "2.json")
+    for path in (first, second):
+        assert len(outputs.lock_path(path).name.encode()) <= 255
+        with output_lock(path):
+            atomic_write_json(path, {"name": path.name})
+        assert json.loads(path.read_text()) == {"name": path.name}
+    assert outputs.lock_path(first) != outputs.lock_path(second)
+    folder = tmp_path / ("é" * 125)  # 250 bytes in UTF-8
+    with replace_folder(folder) as staging:
+        atomic_write_text(staging / "x.txt", "x")
+    assert (folder / "x.txt").read_text() == "x"
+
+
+def test_evaluate_scores_a_results_file_whose_name_leaves_no_room_for_a_meta_file(
+    tmp_path, sample_dir, capsys
+):
+    # `NAME.meta.json` beside a 250-byte NAME is too long to exist: there is no meta file.
+    results = tmp_path / ("c" * 244 + ".jsonl")
+    results.write_text('{"qid": 0, "answer": "Charles Bernard Day was born in Alabama."}\n')
+    argv = ["evaluate", str(results), "--data-dir", str(sample_dir), "--subset", "--no-df1"]
+    assert ambigdocs_main([*argv, "--output-dir", str(tmp_path / "out")]) == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["n"] == 1
+
+
+@pytest.mark.parametrize(
+    ("export", "fragment"),
+    [
+        ("{out}", "--export-json {out} is also --output"),
+        ("{out}.meta.json", "is also the settings file of --output"),
+    ],
+)
+def test_answer_refuses_an_export_over_its_own_outputs(
+    tmp_path, rows_file, capsys, export, fragment
+):
+    out = tmp_path / "a.jsonl"
+    argv = ["answer", "--model", "m", "--backend", "openai", "--dataset", str(rows_file)]
+    argv += ["--output", str(out), "--export-json", export.format(out=out)]
+    capsys.readouterr()
+    status = ambigdocs_main(argv)
+    assert_one_line(status, capsys.readouterr().err, fragment.format(out=out))
+    assert not out.exists()
+
+
+def test_answer_refuses_an_export_that_a_dry_run_would_ignore(tmp_path, rows_file, capsys):
+    argv = _dry_answer(rows_file, tmp_path / "d.jsonl") + ["--export-json", str(tmp_path / "e")]
+    capsys.readouterr()
+    status = ambigdocs_main(argv)
+    assert_one_line(status, capsys.readouterr().err, "--export-json", "dry run")

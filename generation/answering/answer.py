@@ -67,7 +67,7 @@ from generation.backends.base import (
 )
 from generation.boundary import guard, one_line
 from generation.documents import select_documents
-from generation.io.outputs import output_lock, refuse_symlink
+from generation.io.outputs import output_lock, refuse_unsafe_output
 from generation.io.records import ResumableJsonl
 from generation.io.resume import (
     check_kept_rows,
@@ -502,7 +502,7 @@ def run(args: AnswerArguments) -> int:
         OutputBusy: another run is writing this output.
     """
     output = Path(args.output)
-    refuse_symlink(output, f"--output {output}")  # never appended to through a link
+    refuse_unsafe_output(output, f"--output {output}")  # never appended to through a link
     if args.dry_run:
         with output_lock(output, f"--output {output}"):
             return write_dry_run(args, prepare(args))

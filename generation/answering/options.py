@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Literal
 
 from generation.documents import DEFAULT_NUM_DOCS
+from generation.io.outputs import check_distinct_outputs
+from generation.io.resume import meta_path
 from generation.options import check_at_least, parse_argv
 
 Backend = Literal["hf", "vllm", "openai"]
@@ -160,9 +162,19 @@ class AnswerArguments(DataArguments):
             check_extra_args(extra, "--evaluate-args")
             if self.evaluate_dir and Path(self.evaluate_dir).is_file():
                 raise ValueError(f"--evaluate-dir {self.evaluate_dir}: a file, not a folder")
-        for name in ("export_json",):
-            if getattr(self, name):
-                check_output_path(getattr(self, name), f"--{name.replace('_', '-')}")
+        if self.export_json:
+            if self.dry_run:
+                raise ValueError(
+                    "--export-json: a dry run writes the model inputs to --output only"
+                )
+            check_output_path(self.export_json, "--export-json")
+        check_distinct_outputs(
+            {
+                "--output": self.output,
+                "the settings file of --output": meta_path(self.output),
+                "--export-json": self.export_json,
+            }
+        )
 
 
 def check_output_path(path: str, flag: str) -> None:

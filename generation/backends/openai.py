@@ -113,8 +113,8 @@ class OpenAIBackend:
         if not key:
             if base_url is None and not os.environ.get("OPENAI_BASE_URL"):
                 raise ValueError(
-                    "the openai back-end needs an API key: set OPENAI_API_KEY "
-                    "(or pass --base-url for a local server that needs none)"
+                    "the openai back-end needs an API key (set OPENAI_API_KEY, or pass "
+                    "--base-url for a local server that needs none)"
                 )
             key = "EMPTY"  # local servers usually ignore the key, the client needs one
         self.model_name = model

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from generation.io.outputs import hold_lock, refuse_symlink, release_lock
+from generation.io.outputs import hold_lock, refuse_unsafe_output, release_lock
 from generation.io.records import _atomic_write, atomic_write_json, atomic_write_jsonl, read_records
 from metric.ambigdocs_metric.scoring import parse_string
 
@@ -40,7 +40,7 @@ def check_output(path: str | os.PathLike, option: str = "--output") -> None:
         OutputBusy: another run is writing this output.
     """
     path = Path(path)
-    refuse_symlink(path, f"{option} {path}")
+    refuse_unsafe_output(path, f"{option} {path}")
     if path.is_dir():
         raise ValueError(f"{option} {path}: is a folder; give a file name")
     for parent in path.parents:

@@ -12,7 +12,7 @@ The one home of four guarantees every command relies on:
   the folder holds exactly one run's files (never an earlier run's report beside a new summary,
   never a mix after a failed write).
 - **Never through a symbolic link.** An output path (file or folder) that is a symbolic link
-  is *refused* (`refuse_symlink`), never written through and never silently replaced: writing
+  is *refused* (`refuse_unsafe_output`), never written through and never silently replaced: writing
   through it would change a file elsewhere (perhaps not the user's), and replacing it would
   quietly move the output off the link's target (e.g. a folder on a larger disk). Folders
   *above* the output may be links; only the output itself is checked.
@@ -30,9 +30,11 @@ import contextlib
 import errno
 import fcntl
 import glob
+import hashlib
 import os
 import re
 import shutil
+import stat
 import tempfile
 import unicodedata
 from collections.abc import Callable, Collection, Iterable, Iterator
@@ -165,21 +167,54 @@ def make_parent(path: str | os.PathLike) -> None:
         ) from None
 
 
-def refuse_symlink(path: str | os.PathLike, what: str | None = None) -> None:
-    """Refuses an output path that is a symbolic link (see the module docstring for why).
+def refuse_unsafe_output(path: str | os.PathLike, what: str | None = None) -> None:
+    """Refuses an output path that is a symbolic link (see the module docstring for why), or an
+    existing device, pipe or socket: an atomic write would replace `/dev/null` or a FIFO with a
+    regular file, and an append would write into whatever reads it.
 
     Args:
         path: the output file or folder.
         what: how the message names it (e.g. `--output runs/a.jsonl`); the path by default.
 
     Raises:
-        ValueError: `path` is a symbolic link (dangling or not).
+        ValueError: `path` is a symbolic link (dangling or not), or neither a regular file nor
+            a folder.
     """
     if os.path.islink(path):
         raise ValueError(
             f"{what or path}: is a symbolic link (to {os.readlink(path)}); outputs are never "
             "written through a link: give the real path, or remove the link"
         )
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return  # a new output; a file standing where a folder should be is named on writing
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise ValueError(
+            f"{what or path}: is a device, pipe or socket, not a regular file; outputs are "
+            "written to files or folders only"
+        )
+
+
+def check_distinct_outputs(outputs: dict[str, str | os.PathLike | None]) -> None:
+    """Refuses two outputs of one run that are one file: the second write would replace the
+    first (an export written over the resumable answers, or over their settings file).
+
+    Args:
+        outputs: how each output is named in messages (`--export-json`) -> its path; None
+            entries (options not given) are skipped.
+
+    Raises:
+        ValueError: names both outputs.
+    """
+    seen: dict[str, str] = {}
+    for what, path in outputs.items():
+        if path is None:
+            continue
+        key = os.path.realpath(path)
+        if key in seen:
+            raise ValueError(f"{what} {path} is also {seen[key]}: give each output its own file")
+        seen[key] = what
 
 
 # --- errors that name the real file --------------------------------------------------------------
@@ -206,10 +241,31 @@ class OutputBusy(ValueError):
     """Another run holds the lock of this output."""
 
 
+# The longest file name most file systems take (bytes).
+NAME_MAX = 255
+
+
+def hidden_stem(name: str, room: int) -> str:
+    """`.NAME`, the stem of a hidden companion file of output NAME (a lock, a temporary file, a
+    staging folder), leaving `room` bytes for what follows it. A name too long for that is cut
+    and given a hash of the whole name, so a valid output name never fails on its companions."""
+    stem = f".{name}"
+    if len(stem.encode()) + room <= NAME_MAX:
+        return stem
+    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    keep = NAME_MAX - room - len(digest) - 2
+    cut = name.encode("utf-8", "surrogateescape")[:keep].decode("utf-8", "ignore")
+    return f".{cut}-{digest}"
+
+
 def lock_path(path: str | os.PathLike) -> Path:
-    """The lock file of an output: `.NAME.lock` beside it."""
+    """The lock file of an output: `.NAME.lock` beside it (see `hidden_stem`)."""
     path = Path(path)
-    return path.with_name(f".{path.name}.lock")
+    return path.with_name(hidden_stem(path.name, len(".lock")) + ".lock")
+
+
+# What `replace_folder` adds to a staging folder's stem: `.tmp-` + mkdtemp's 8 + `-old`.
+_STAGING_ROOM = len(".tmp-") + 8 + len("-old")
 
 
 @contextlib.contextmanager
@@ -313,7 +369,7 @@ def check_replaceable(
     """
     target = Path(target)
     what = what or str(target)
-    refuse_symlink(target, what)
+    refuse_unsafe_output(target, what)
     if target.exists() and not target.is_dir():
         raise ValueError(f"{what} is a file, not a folder")
     blocker = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
@@ -358,10 +414,11 @@ def replace_folder(
     target = Path(target)
     check_replaceable(target, owned, what, whose)
     target.parent.mkdir(parents=True, exist_ok=True)
-    for leftover in target.parent.glob(f".{glob.escape(target.name)}.tmp-*"):
+    stem = hidden_stem(target.name, _STAGING_ROOM)
+    for leftover in target.parent.glob(f"{glob.escape(stem)}.tmp-*"):
         _remove(leftover)
     with real_name_errors(target):
-        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        staging = Path(tempfile.mkdtemp(prefix=f"{stem}.tmp-", dir=target.parent))
     old = staging.with_name(staging.name + "-old")
     try:
         try:

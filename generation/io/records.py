@@ -22,9 +22,10 @@ from typing import Any
 # The writing rules (no symlinks, real names in errors); re-exported: callers import them here too.
 from generation.io.outputs import (  # noqa: F401
     current_umask,
+    hidden_stem,
     make_parent,
     real_name_errors,
-    refuse_symlink,
+    refuse_unsafe_output,
 )
 
 # The one reader (exact numbers, bounded nesting, file:line errors) sits at the bottom layer, in
@@ -67,10 +68,12 @@ def _atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: s
         OSError: naming `path`, never the temporary file (e.g. a full disk).
     """
     path = Path(path)
-    refuse_symlink(path)
+    refuse_unsafe_output(path)
     make_parent(path)
     with real_name_errors(path):
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        # `.NAME.` + mkstemp's 8 characters + `.tmp`, cut to fit beside a long output name.
+        prefix = hidden_stem(path.name, 1 + 8 + len(".tmp")) + "."
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
         try:
             # mkstemp makes the file 0600; the output gets the mode a plain open() would give.
             os.fchmod(fd, 0o666 & ~current_umask())
@@ -131,7 +134,7 @@ class ResumableJsonl:
     def __init__(self, path: str | os.PathLike, key: Callable[[dict], Any]):
         self.path = Path(path)
         self.key = key
-        refuse_symlink(self.path)  # appending would write into the link's target
+        refuse_unsafe_output(self.path)  # appending would write into the link's target
         make_parent(self.path)
         self.records: list[dict] = self._load_and_repair()
         self.done: set = {key(r) for r in self.records}

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import json
+import os
 import platform
 from importlib import metadata
 from pathlib import Path
 
 import generation
 from generation import secrets
+from generation.io.records import read_json
 from generation.io.resume import meta_path
 
 # Libraries whose versions can change a number in the report.
@@ -87,12 +88,11 @@ def answer_run_settings(results: Path) -> dict | None:
         ValueError: the meta file exists but is not a JSON object.
     """
     path = meta_path(results)
-    if not path.is_file():
+    # os.path.isfile: a results name too long to take the `.meta.json` suffix has no meta file
+    # (Path.is_file would raise ENAMETOOLONG).
+    if not os.path.isfile(path):
         return None
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    meta = read_json(path)  # the one reader: its errors name the file
     if not isinstance(meta, dict):
         raise ValueError(f"{path}: expected a JSON object")
     return secrets.scrub(meta)
