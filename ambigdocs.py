@@ -375,6 +375,12 @@ def load_ambigdocs(
             message says why in one line, and what works offline).
     """
     prepare = {k: kwargs.pop(k) for k in _PREPARE_KWARGS if k in kwargs}
+    folder = data_dir or (SAMPLE_DIR if config == "sample" else None)
+    wanted = split.split("[")[0] if isinstance(split, str) else None
+    if folder is not None and wanted and "data_files" not in kwargs:
+        found = find_raw_files(folder)
+        if wanted in found:  # read (and check) only the split asked for, not its neighbours
+            kwargs["data_files"] = {wanted: [str(found[wanted])]}
     builder = AmbigDocs(config_name=config, data_dir=str(data_dir) if data_dir else None, **kwargs)
     try:
         builder.download_and_prepare(**prepare)

@@ -279,3 +279,16 @@ def test_qid_text_must_be_canonical_decimal(qid):
     raw["qid"] = qid
     with pytest.raises(ValueError, match=r"x, row 3: field 'qid' must be an integer, got str"):
         ambigdocs.parse_row(raw, source="x", index=3)
+
+
+def test_one_split_of_a_folder_is_read_alone(tmp_path, sample_dir):
+    # Scoring the test split must not read (or trip over) the train file beside it.
+    folder = tmp_path / "raw"
+    folder.mkdir()
+    (folder / "test.json").write_text((sample_dir / "test.json").read_text())
+    (folder / "train.json").write_text("not JSON at all")
+    test = load_ambigdocs("test", data_dir=folder, cache_dir=str(tmp_path / "c"))
+    assert len(test) == len(json.loads((sample_dir / "test.json").read_text()))
+    assert len(load_ambigdocs("test[:2]", data_dir=folder, cache_dir=str(tmp_path / "c"))) == 2
+    with pytest.raises(ValueError, match="train.json"):
+        load_ambigdocs(data_dir=folder, cache_dir=str(tmp_path / "c"))  # all splits: all read
