@@ -70,9 +70,9 @@ from generation.datagen.model_options import (
     make_backend,
     model_settings,
 )
-from generation.datagen.stage_io import check_output, read_stage, write_stage
+from generation.datagen.stage_io import check_output, read_stage, save_in_chunks, write_stage
 from generation.io.records import atomic_write_jsonl, read_records
-from generation.io.resume import chunks, finish_work, open_work
+from generation.io.resume import finish_work, open_work
 from generation.options import check_at_least, option, run_command
 from generation.prompts import render_question_prompt
 from metric.ambigdocs_metric.scoring import parse_documents
@@ -247,13 +247,8 @@ def generate_questions(
         defaults=SETTINGS_ADDED_LATER,
         inputs=[input_path],
     )
-    todo = [r for r in rows if r["surface_name"] not in progress.done]
-    batches = chunks(todo, chunk_size) if todo else []
-    if show_progress:
-        from tqdm.auto import tqdm
 
-        batches = tqdm(batches, desc="questions", unit="chunk")
-    for batch in batches:
+    def ask(batch: list[dict]) -> list[dict]:
         prompts = [
             render_question_prompt(
                 r["surface_name"], r["documents"], prompt_format=prompt_format, exemplars=exemplars
@@ -261,9 +256,10 @@ def generate_questions(
             for r in batch
         ]
         generations = backend.generate(prompts, max_new_tokens=max_new_tokens)
-        progress.append(
-            _with_question(r, g.text, rule) for r, g in zip(batch, generations, strict=True)
-        )
+        return [_with_question(r, g.text, rule) for r, g in zip(batch, generations, strict=True)]
+
+    todo = [r for r in rows if r["surface_name"] not in progress.done]
+    save_in_chunks(progress, todo, chunk_size, ask, "questions", show_progress)
     by_key = {r["surface_name"]: r for r in progress.records}
     out = [by_key[r["surface_name"]] for r in rows]
     parsed = sum(r["question"] is not None for r in out)
