@@ -70,7 +70,13 @@ from generation.datagen.model_options import (
     make_backend,
     model_settings,
 )
-from generation.datagen.stage_io import check_output, read_stage, save_in_chunks, write_stage
+from generation.datagen.stage_io import (
+    check_output,
+    keyed_rows,
+    read_stage,
+    save_in_chunks,
+    write_stage,
+)
 from generation.io.records import atomic_write_jsonl, read_records
 from generation.io.resume import finish_work, open_work
 from generation.options import check_at_least, option, run_command
@@ -154,21 +160,11 @@ def validate_seed_rows(rows: Sequence[Mapping], source: str = "input") -> None:
         ValueError: naming the row (index and surface name) and the field that is wrong, or a
             surface name that occurs twice (it is the resume key).
     """
-    if not rows:
-        raise ValueError(f"{source}: holds no rows")
-    seen = set()
-    for i, row in enumerate(rows):
-        where = f"{source}: row {i}"
-        sn = row.get("surface_name")
-        if not isinstance(sn, str) or not sn.strip():
-            raise ValueError(f"{where}: field 'surface_name' must be a non-empty string")
-        if sn in seen:
-            raise ValueError(f"{where} ({sn!r}): field 'surface_name' occurs twice")
-        seen.add(sn)
+    for row, where in keyed_rows(rows, source):
         docs = row.get("documents")
         if not isinstance(docs, list) or len(docs) != 2:
-            raise ValueError(f"{where} ({sn!r}): field 'documents' must be a list of two passages")
-        parse_documents(docs, f"{where} ({sn!r})", ("title", "text"))
+            raise ValueError(f"{where}: field 'documents' must be a list of two passages")
+        parse_documents(docs, where, ("title", "text"))
 
 
 def load_exemplars(path: str) -> list[dict]:
