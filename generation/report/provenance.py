@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import platform
 from importlib import metadata
 from pathlib import Path
 
 import generation
 from generation import secrets
+from generation.io.records import read_json
 from generation.io.resume import meta_path
 
 # Libraries whose versions can change a number in the report.
@@ -89,10 +89,7 @@ def answer_run_settings(results: Path) -> dict | None:
     path = meta_path(results)
     if not path.is_file():
         return None
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    meta = read_json(path)  # the one reader: names the file, line and column
     if not isinstance(meta, dict):
         raise ValueError(f"{path}: expected a JSON object")
     return secrets.scrub(meta)
