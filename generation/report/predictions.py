@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from generation.io.records import read_records
+from generation.io.records import read_json, read_records
 
 # Where answers are found, in this order of preference.
 ANSWER_FIELDS = ("answer", "prediction", "response", "output", "gen_answer")
@@ -58,10 +58,8 @@ def read_predictions(path: str | os.PathLike) -> list[dict]:
 
 
 def _whole_json(path: str | os.PathLike) -> Any:
-    import json
-
     try:
-        return json.loads(Path(path).read_bytes())
+        return read_json(path)  # the one reader: deep nesting is a ValueError, not a crash
     except ValueError:
         return None
 
