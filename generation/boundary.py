@@ -45,14 +45,16 @@ def one_line(err: BaseException) -> str:
         text = _os_message(err)
     elif isinstance(err, RecursionError):
         text = f"the input is nested too deeply to read ({err})"
+    elif getattr(err, "problem_mark", None) is not None:  # YAML: where, and what (no snippet)
+        mark = err.problem_mark
+        text = f"line {mark.line + 1}, column {mark.column + 1}: not valid YAML ({err.problem})"
     else:
         text = str(err)
     return " ".join(text.split()) or type(err).__name__
 
 
 def _os_message(err: OSError) -> str:
-    reason = err.strerror or (errno.errorcode.get(err.errno) if err.errno else None)
-    reason = reason or str(err) or type(err).__name__
+    reason = err.strerror or errno.errorcode.get(err.errno or 0) or str(err) or type(err).__name__
     files = [f for f in (err.filename, err.filename2) if f is not None]
     return f"{' -> '.join(map(str, files))}: {reason}" if files else reason
 
@@ -73,6 +75,14 @@ def expected(err: BaseException) -> bool:
     return module.startswith("yaml") or _hub_unreachable(err)
 
 
+def _unwrapped(err: BaseException) -> BaseException:
+    """The error to judge: a `datasets` wrapper (`DatasetGenerationError`, raised from what the
+    builder found wrong in a file) stands for the error it wraps."""
+    while type(err).__module__.startswith("datasets.") and err.__cause__ is not None:
+        err = err.__cause__
+    return err
+
+
 def _hub_unreachable(err: BaseException) -> bool:
     # A ValueError already says what is wrong in the command's words (it may wrap a network
     # error, say "--model X: cannot be loaded"); before huggingface_hub is imported nothing
@@ -85,7 +95,8 @@ def _hub_unreachable(err: BaseException) -> bool:
 
 
 def report(prog: str, err: BaseException) -> int:
-    """Prints the one line for an expected failure and returns its exit status."""
+    """Prints the one line for an expected failure (secrets masked) and returns its status."""
+    text = one_line(err)
     if _hub_unreachable(err):
         from huggingface_hub import constants
 
@@ -96,12 +107,9 @@ def report(prog: str, err: BaseException) -> int:
             f"cannot reach the Hugging Face Hub at {constants.ENDPOINT} ({detail}), and what it "
             "needs is not in the local cache; give a local path or download it first"
         )
-        print(f"{prog}: error: {secrets.mask(' '.join(text.split()))}", file=sys.stderr)
-        return 2
-    text = one_line(err)
-    if isinstance(err, ServiceError):
+    elif isinstance(err, ServiceError):
         text += " The finished work is kept; run the same command again to resume."
-    print(f"{prog}: error: {secrets.mask(text)}", file=sys.stderr)
+    print(f"{prog}: error: {secrets.mask(' '.join(text.split()))}", file=sys.stderr)
     return 1 if isinstance(err, ServiceError) else 2
 
 
@@ -119,7 +127,7 @@ def guard(prog: str, call: Callable[[], Any], argv: Sequence[str] = ()) -> int:
     Raises:
         Anything that is not an expected failure (a bug), unchanged.
     """
-    secrets.remember_argv(argv)
+    secrets.remember_options(list(argv))
     # Without a network, a Hub request fails in seconds rather than after a minute of retries
     # (the metric's home for it: its QA model loading uses the same check).
     from metric.ambigdocs_metric.hub_errors import fail_fast_without_network
@@ -128,7 +136,8 @@ def guard(prog: str, call: Callable[[], Any], argv: Sequence[str] = ()) -> int:
     try:
         status = call()
     except Exception as err:
-        if not expected(err):
+        cause = _unwrapped(err)
+        if not expected(cause):
             raise
-        return report(prog, err)
+        return report(prog, cause)
     return status if isinstance(status, int) else 0

@@ -3,12 +3,13 @@
 A command declares its options as dataclasses whose fields carry `help` metadata and runs
 through `run_command`. The parser is built from the fields (plain argparse, so no command pays
 for transformers to read its flags): `Literal` types give the choices, a field without a default
-is a required option, a `bool` is `--flag/--no-flag` (also `--flag true`), a list takes several
-values (or, with `repeat=True`, one value per repeated flag), and `--num-proc` and `--num_proc`
-are the same flag. Metadata may add `aliases`, a `metavar` and `positional=True`. The same dataclasses are filled from a mapping (a stage's
-section of the `ambigdocs build all` YAML config) and checked in one place, so a bad value gets
-the same one-line error from either route. A command with an `args_file` option reads a YAML
-file of its options first; every flag given on the command line wins over the file.
+(or with `required=True` metadata) is shown as required, a `bool` is `--flag/--no-flag` (also
+`--flag true`), a list takes several values (with `repeat=True`, one value per repeated flag),
+and `--num-proc` and `--num_proc` are the same flag. Metadata may add `aliases`, a `metavar`
+and `positional=True`. The same dataclasses are filled from a mapping (a stage's section of the
+`ambigdocs build all` YAML config) and checked in one place, so a bad value gets the same
+one-line error from either route. A command with an `args_file` option reads a YAML file of its
+options first; every flag given on the command line wins over the file.
 """
 
 from __future__ import annotations
@@ -57,10 +58,6 @@ class _Parser(argparse.ArgumentParser):
 _TRUE, _FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
 
 
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
 def build_parser(prog: str, description: str, option_types: Sequence[type]) -> _Parser:
     """The argparse parser of the option dataclasses (for `--help`; `parse_argv` parses).
 
@@ -81,17 +78,21 @@ def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hint: Any)
     required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
     base, many = _unwrap(hint)
     default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-    shown = "(required)" if required else f"(default: {default})"
-    quiet = required is False and (default in (None, [], "") or base is bool)
-    kwargs: dict[str, Any] = {"help": meta.get("help", "") + ("" if quiet else f" {shown}")}
+    # `required=True` metadata: required, but it may come from an `--args-file` (checked later).
+    needed = required or meta.get("required")
+    if needed and not meta.get("positional"):
+        note = " (required)"
+    elif needed or base is bool or default in (None, [], ""):
+        note = ""
+    else:
+        note = f" (default: {default})"
+    # argparse formats help texts with `%`: a literal one (`50% of`) must be doubled.
+    kwargs: dict[str, Any] = {"help": (meta.get("help", "") + note).replace("%", "%%")}
     if base is bool:
         kwargs["action"] = argparse.BooleanOptionalAction
     else:
         if typing.get_origin(base) is Literal:
             kwargs["choices"] = typing.get_args(base)
-            kwargs["metavar"] = meta.get(
-                "metavar", "{" + ",".join(map(str, kwargs["choices"])) + "}"
-            )
         elif base in (int, float):
             kwargs["type"] = base
         if many and meta.get("repeat"):  # one value per flag, the flag repeated
@@ -103,7 +104,7 @@ def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hint: Any)
     if meta.get("positional"):
         parser.add_argument(f.name, **kwargs)
         return
-    names = [_flag(f.name), *meta.get("aliases", ())]
+    names = ["--" + f.name.replace("_", "-"), *meta.get("aliases", ())]
     parser.add_argument(*names, dest=f.name, required=required, **kwargs)
 
 
@@ -118,30 +119,26 @@ def _unwrap(hint: Any) -> tuple[Any, bool]:
 
 def _normalise(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
     """`--num_proc` -> `--num-proc`; `--flag false` / `--flag=no` -> `--no-flag`."""
-    flags = {s: a for a in parser._actions for s in a.option_strings if s.startswith("--")}
-    out: list[str] = []
-    tokens = list(map(str, argv))
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        i += 1
-        if token == "--":
-            out += tokens[i - 1 :]
-            break
-        if not token.startswith("--"):
-            out.append(token)
-            continue
+    flags = {
+        a.option_strings[0]
+        for a in parser._actions
+        if isinstance(a, argparse.BooleanOptionalAction)
+    }
+    out, tokens = [], [str(t) for t in argv]
+    while tokens:
+        token = tokens.pop(0)
         name, sep, value = token.partition("=")
+        if token == "--" or not name.startswith("--"):
+            out += [token, *tokens] if token == "--" else [token]
+            tokens = [] if token == "--" else tokens
+            continue
         name = "--" + name[2:].replace("_", "-")
-        action = flags.get(name)
-        if isinstance(action, argparse.BooleanOptionalAction) and not name.startswith("--no-"):
-            if not sep and i < len(tokens) and tokens[i].lower() in _TRUE + _FALSE:
-                value, sep, i = tokens[i], "=", i + 1
-            if sep:
-                if value.lower() not in _TRUE + _FALSE:
-                    raise UsageError(f"argument {name}: expected true or false, got {value!r}")
-                out.append(name if value.lower() in _TRUE else "--no-" + name[2:])
-                continue
+        if name in flags and not sep and tokens and tokens[0].lower() in _TRUE + _FALSE:
+            sep, value = "=", tokens.pop(0)
+        if name in flags and sep:
+            if value.lower() not in _TRUE + _FALSE:
+                raise UsageError(f"argument {name}: expected true or false, got {value!r}")
+            name, sep, value = name if value.lower() in _TRUE else "--no-" + name[2:], "", ""
         out.append(name + sep + value)
     return out
 
@@ -160,7 +157,7 @@ def parse_argv(
             unreadable `--args-file`.
     """
     parser = build_parser(prog, description, option_types)
-    given, unknown = parser.parse_known_args(_normalise(parser, argv))
+    given, unknown = parser.parse_known_intermixed_args(_normalise(parser, argv))
     if unknown:
         raise UsageError(_unknown_message(parser, unknown))
     values, where = vars(given), ""
@@ -176,9 +173,11 @@ def _unknown_message(parser: argparse.ArgumentParser, unknown: list[str]) -> str
     if not flags:
         return f"{len(unknown)} unexpected value(s) (see --help)"
     known = [s for a in parser._actions for s in a.option_strings]
-    message = f"unrecognized arguments: {' '.join(flags)}"
-    close = difflib.get_close_matches(flags[0], known, n=1)
-    return message + (f" (did you mean {close[0]}?)" if close else "") + " (see --help)"
+    named = []
+    for flag in flags:
+        close = difflib.get_close_matches(flag, known, n=1)
+        named.append(f"{flag} (did you mean {close[0]}?)" if close else flag)
+    return f"unrecognized arguments: {' '.join(named)} (see --help)"
 
 
 def read_yaml_mapping(path: str, where: str) -> dict:
@@ -193,9 +192,9 @@ def read_yaml_mapping(path: str, where: str) -> dict:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
         reason = err.strerror if isinstance(err, OSError) and err.strerror else one_line(err)
-        raise ValueError(f"{where}: cannot be read ({reason})") from None
+        raise ValueError(f"{where}: {reason}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{where}: expected a mapping of option names to values")
+        raise ValueError(f"{where}: expected a YAML mapping of option names to values")
     return data
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 MASK = "***"
@@ -54,55 +54,37 @@ def remember(value: object) -> None:
         _remembered.add(text)
 
 
-def remember_options(values: Mapping[str, Any] | Iterable[str]) -> None:
-    """Remembers the secret values among options: a mapping's values under secret names, and
-    `KEY=VALUE` items with a secret KEY (`--backend-option api_key=...`), at any depth."""
+def remember_options(values: Any) -> None:
+    """Remembers the secret values among options, at any depth: a mapping's values under
+    secret names, `KEY=VALUE` items with a secret KEY (`--backend-option api_key=...`), and in
+    a command line the value after a secret-named flag, known or not (a misspelt `--api-keyy`)."""
     if isinstance(values, Mapping):
         for key, value in values.items():
             if is_secret_key(key) and isinstance(value, (str, int)):
                 remember(value)
             else:
-                remember_options(value if not isinstance(value, str) else [value])
+                remember_options(value)
     elif isinstance(values, (list, tuple)):
+        previous = ""
         for item in values:
-            if isinstance(item, str):
-                key, sep, value = item.partition("=")
-                if sep and is_secret_key(key.strip().lstrip("-")):
-                    remember(value)
-            else:
+            if not isinstance(item, str):
                 remember_options(item)
+                continue
+            key, sep, value = item.partition("=")
+            if sep and is_secret_key(key.lstrip("-")):
+                remember(value)
+            elif previous.startswith("-") and is_secret_key(previous.lstrip("-")):
+                remember(item)
+            previous = item
 
 
-def remember_argv(argv: Iterable[str]) -> None:
-    """Remembers the values of secret-named flags (`--api-key X`, `--hf-token=X`), including
-    flags the command does not know (a misspelt `--api-keyy X`), and `KEY=VALUE` items."""
-    previous = ""
-    for token in map(str, argv):
-        flag, sep, value = token.partition("=")
-        if token.startswith("-") and sep and is_secret_key(flag.lstrip("-")):
-            remember(value)
-        elif previous.startswith("-") and is_secret_key(previous.lstrip("-")):
-            remember(token)
-        elif sep and not token.startswith("-") and is_secret_key(flag.strip()):
-            remember(value)
-        previous = token
-
-
-def mask(text: str, secrets: Iterable[object] = ()) -> str:
-    """`text` with every secret it holds replaced by `***`, for a message about to be printed.
-
-    Args:
-        text: the message.
-        secrets: more values known to be secret (empty ones are ignored).
-
-    Returns:
-        The text with known values, URL user info, HTTP credentials, key-shaped words and the
-        values of key-like `name=value` pairs masked; a user name in a URL is kept
-        (`http://bob:***@host`).
-    """
-    known = {str(s) for s in secrets if s is not None and len(str(s)) >= 4} | _remembered
-    known |= {v for v in map(os.environ.get, SECRET_ENVIRONMENT) if v and len(v) >= 4}
-    for value in sorted(known, key=len, reverse=True):
+def mask(text: str) -> str:
+    """`text` with every secret it holds replaced by `***`, for a message about to be printed:
+    remembered values and the API keys of the environment, URL user info (a user name is kept:
+    `http://bob:***@host`), HTTP credentials, key-shaped words, and the values of key-like
+    `name=value` pairs."""
+    known = _remembered | {v for v in map(os.environ.get, SECRET_ENVIRONMENT) if v}
+    for value in sorted((v for v in known if len(v) >= 4), key=len, reverse=True):
         text = text.replace(value, MASK)
     text = _URL_USERINFO.sub(_mask_userinfo, text)
     text = _CREDENTIAL.sub(lambda m: f"{m.group(1)} {MASK}" if m.group(1) else MASK, text)

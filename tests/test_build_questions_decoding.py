@@ -73,8 +73,13 @@ def test_the_decoding_is_recorded_and_a_resume_with_another_is_refused(
         seed_rows(2)[1]["surface_name"], seed_rows(2)[1]["documents"], prompt_format="authors"
     )
     server.script = {second[-1]["content"]: [400]}
-    with pytest.raises(RuntimeError, match=r"^prompt 0: HTTP 400"):
-        _questions(tmp_path, server, monkeypatch, "--prompt-format", "authors")
+    capsys.readouterr()
+    # A service that failed for good: one line saying the finished work is kept, status 1.
+    assert _questions(tmp_path, server, monkeypatch, "--prompt-format", "authors") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert (
+        len(err) == 1 and "prompt 0: HTTP 400" in err[0] and "run the same command again" in err[0]
+    )
     out = tmp_path / "q.jsonl"
     assert partial_path(out).exists()
     recorded = json.loads((tmp_path / "q.jsonl.partial.settings.json").read_text())

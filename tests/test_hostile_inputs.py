@@ -490,7 +490,7 @@ def test_push_source_config_for_a_raw_source_is_refused(capsys, tmp_path, source
 def test_answer_limit_below_one_is_refused(capsys, tmp_path, limit):
     # --limit 0 would "succeed" with an empty output that evaluate then refuses.
     code, err = _answer(capsys, tmp_path, "--config", "sample", "--limit", limit)
-    assert_one_line_error(code, err, "--limit must be >= 1", f"got {limit}")
+    assert_one_line_error(code, err, "option 'limit' must be >= 1", f"got {limit}")
     assert not (tmp_path / "out.jsonl").exists()
 
 

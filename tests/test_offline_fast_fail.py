@@ -80,7 +80,14 @@ def test_evaluate_with_a_hub_data_set_ends_in_one_line(route, tmp_path, closed_e
     preds = tmp_path / "p.jsonl"
     preds.write_text('{"qid": 0, "answer": "Ohio"}\n')
     args = _command(route, "evaluate", "generation.report.evaluate")
-    args += [preds, "--dataset", "someone/ambigdocs-copy", "--no-df1", "--output-dir", tmp_path]
+    args += [
+        preds,
+        "--dataset",
+        "someone/ambigdocs-copy",
+        "--no-df1",
+        "--output-dir",
+        tmp_path / "out",
+    ]
     run = _run(list(map(str, args)), tmp_path, closed_endpoint, repo_root)
     assert run.returncode == 2
     _no_retries(run)

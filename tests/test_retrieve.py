@@ -270,7 +270,9 @@ def test_bad_input_is_one_line_and_status_2(passages, tmp_path, capsys):
     model = _cli(passages, out)
     model[model.index("--model") + 1] = "nobody/none"  # offline: cannot be fetched
     _expect_error(capsys, model, "--model nobody/none: cannot be loaded")
-    _expect_error(capsys, [*_cli(passages, out), "--top-k", "0"], "--top-k must be >= 1")
+    _expect_error(
+        capsys, [*_cli(passages, out), "--top-k", "0"], "option 'top_k' must be >= 1, got 0"
+    )
     _expect_error(capsys, [*_cli(passages, out), "--index"], "expected one argument")
     _expect_error(capsys, _cli(passages, out, "--index", "IVF9x"), "not a faiss index-factory")
     _expect_error(capsys, _cli(passages, out, "--index", "IVF64,Flat", "--train-size", "8"),

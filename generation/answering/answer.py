@@ -48,7 +48,7 @@ from generation.answering.data import (
     load_exemplars,
     read_rows,
 )
-from generation.answering.options import AnswerArguments, build_parser, parse_answer_args
+from generation.answering.options import AnswerArguments, parse_answer_args
 from generation.answering.output import (
     discard_output,
     has_work,
@@ -77,7 +77,7 @@ from generation.io.resume import (
 )
 from generation.prompts import render_answer_input
 
-__all__ = ["build_parser", "load_exemplars", "load_rows", "main", "parse_answer_args", "run"]
+__all__ = ["load_exemplars", "load_rows", "main", "parse_answer_args", "run"]
 
 META_VERSION = 1
 VLLM_MIN_CHUNK = 256  # prompts per vLLM call at least (it schedules its own batches)

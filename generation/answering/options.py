@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from generation.documents import DEFAULT_NUM_DOCS
-from generation.options import build_parser as _build_parser
-from generation.options import parse_argv
+from generation.options import check_at_least, parse_argv
 
 Backend = Literal["hf", "vllm", "openai"]
 Setting = Literal["gold-only", "gold-retrieved", "retrieved-only"]
@@ -57,10 +56,7 @@ class DataArguments:
                 "give exactly one of --data-dir, --config, --dataset"
                 + (f" (got {', '.join(given)})" if given else "")
             )
-        if self.limit is not None and self.limit < 1:
-            raise ValueError(
-                f"--limit must be >= 1 (it keeps the first N examples), got {self.limit}"
-            )
+        check_at_least(self, 1, "limit")
 
 
 @dataclass
@@ -68,9 +64,9 @@ class AnswerArguments(DataArguments):
     """Every option of `ambigdocs answer` (paper Section 5, Figures 11-12)."""
 
     model: str | None = field(
-        default=None, **_help("local folder, Hub id, or API model name (required)")
+        default=None, **_help("local folder, Hub id, or API model name", required=True)
     )
-    output: str | None = field(default=None, **_help("the answers, JSONL (required)"))
+    output: str | None = field(default=None, **_help("the answers, JSONL", required=True))
     backend: Backend = field(default="hf", **_help("hf (transformers), vllm, openai"))
     setting: Setting = field(default="gold-only", **_help("the paper's document setting"))
     retrieved: str | None = field(
@@ -150,13 +146,7 @@ class AnswerArguments(DataArguments):
             if not getattr(self, name):
                 raise ValueError(f"--{name} is required")
         self.check_source()
-        for name, low in (("batch_size", 1), ("num_docs", 1), ("max_new_tokens", 1)):
-            if getattr(self, name) < low:
-                raise ValueError(
-                    f"--{name.replace('_', '-')} must be >= {low}, got {getattr(self, name)}"
-                )
-        if self.max_concurrency is not None and self.max_concurrency < 1:
-            raise ValueError(f"--max-concurrency must be >= 1, got {self.max_concurrency}")
+        check_at_least(self, 1, "batch_size", "num_docs", "max_new_tokens", "max_concurrency")
         check_output_path(self.output, "--output")
         if self.evaluate:
             import shlex
@@ -188,11 +178,6 @@ def check_output_path(path: str, flag: str) -> None:
 
 
 DESCRIPTION = "Answer AmbigDocs questions with a model (paper Section 5, Figures 11-12)."
-
-
-def build_parser():
-    """The parser over `AnswerArguments` (for `--help` and tests)."""
-    return _build_parser("ambigdocs answer", DESCRIPTION, [AnswerArguments])
 
 
 def parse_answer_args(argv: list[str] | None = None) -> AnswerArguments:

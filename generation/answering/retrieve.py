@@ -27,7 +27,6 @@ import sys
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Literal
 
 from generation.answering import index as faiss_index
 from generation.answering.encode import (
@@ -40,32 +39,23 @@ from generation.answering.encode import (
     match_passages,
     passages_identity,
 )
+from generation.answering.options import DataArguments
 from generation.io.passages import read_passage_at
 from generation.io.records import atomic_write_json, atomic_write_jsonl, atomic_write_npy
 from generation.io.resume import file_fingerprint, read_saved_json, unreadable_state
+from generation.options import check_at_least
 
 DEFAULT_MODEL = "sentence-transformers/gtr-t5-xxl"  # the paper's GTR
 # Processes wait for each other after encoding: the slowest may finish hours after the fastest.
 ENCODE_TIMEOUT = timedelta(days=7)
 
 
-@dataclass
-class RetrieveArguments:
-    """Options of `ambigdocs retrieve` (parsed by generation/options.py, HfArgumentParser)."""
+@dataclass(kw_only=True)
+class RetrieveArguments(DataArguments):
+    """Options of `ambigdocs retrieve`: the data options `answer` has, and these."""
 
     passages: str = field(metadata={"help": "DPR TSV: id, text, title (with a header row)."})
     output: str = field(metadata={"help": "Folder: SPLIT.jsonl, embeddings/ and index/."})
-    data_dir: str | None = field(
-        default=None, metadata={"help": "Folder with the release's raw files (test.json, ...)."}
-    )
-    config: Literal["sample"] | None = field(
-        default=None, metadata={"help": "`sample`: the paper's examples."}
-    )
-    dataset: str | None = field(
-        default=None, metadata={"help": "A JSON/JSONL file of rows, or a Hub dataset id."}
-    )
-    split: str = field(default="test", metadata={"help": "The split whose questions to search."})
-    limit: int | None = field(default=None, metadata={"help": "Only the first N examples."})
     model: str = field(
         default=DEFAULT_MODEL,
         metadata={"help": "A sentence-transformers model (encodes passages and questions)."},
@@ -118,12 +108,8 @@ def check_arguments(args: RetrieveArguments) -> None:
     Raises:
         ValueError: one line naming the option.
     """
-    if sum(x is not None for x in (args.data_dir, args.config, args.dataset)) != 1:
-        raise ValueError("give exactly one of --data-dir, --config, --dataset")
-    for name in ("top_k", "batch_size", "chunk_size", "shard_size", "train_size"):
-        if getattr(args, name) < 1:
-            option = "--" + name.replace("_", "-")
-            raise ValueError(f"{option} must be >= 1, got {getattr(args, name)}")
+    args.check_source()
+    check_at_least(args, 1, "top_k", "batch_size", "chunk_size", "shard_size", "train_size")
     files = [("--passages", args.passages)]
     files += [("--embeddings", f) for f in args.embeddings or []]
     files += [("--embedding-ids", f) for f in args.embedding_ids or []]

@@ -64,18 +64,14 @@ BACKEND_EXTRAS = {
 }
 
 
-def _backend_factory(kind: str):
-    """The back-end's class, after checking that its extra is installed.
+def _backend_class(kind: str):
+    """The back-end's class; importing its module imports no heavy library yet.
 
     Raises:
-        ValueError: unknown kind; `MissingExtraError` (a ValueError) when its extra is missing.
+        ValueError: unknown kind.
     """
     if kind not in BACKENDS:
         raise ValueError(f"unknown backend {kind!r}; choose one of {sorted(BACKENDS)}")
-    from generation.extras import require
-
-    extra, modules = BACKEND_EXTRAS[kind]
-    require(extra, *modules, what=f"the {kind} back-end")
     module_name, factory = BACKENDS[kind].split(":")
     return getattr(importlib.import_module(module_name), factory)
 
@@ -151,7 +147,13 @@ def load_backend(kind: str, model: str, **options) -> Backend:
     Raises:
         ValueError: unknown kind, or its extra is not installed (`MissingExtraError`).
     """
-    return _backend_factory(kind)(model, **options)
+    backend = _backend_class(kind)
+    if kind in BACKEND_EXTRAS:  # a plug-in kind (tests, user code) brings its own imports
+        from generation.extras import require
+
+        extra, modules = BACKEND_EXTRAS[kind]
+        require(extra, *modules, what=f"the {kind} back-end")
+    return backend(model, **options)
 
 
 def check_backend_options(kind: str, options: dict) -> None:
@@ -160,10 +162,10 @@ def check_backend_options(kind: str, options: dict) -> None:
     A back-end whose constructor takes `**kwargs` (vllm passes them to `vllm.LLM`) accepts any.
 
     Raises:
-        ValueError: an unknown kind or option (the message lists the known options), or the
-            back-end's extra is not installed (`MissingExtraError`).
+        ValueError: an unknown kind or option (the message lists the known options). A missing
+            extra is `load_backend`'s to report: a dry run needs none.
     """
-    params = inspect.signature(_backend_factory(kind)).parameters
+    params = inspect.signature(_backend_class(kind)).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return
     known = sorted(name for name, p in params.items() if p.kind is p.KEYWORD_ONLY)

@@ -55,7 +55,7 @@ from dataclasses import MISSING, asdict
 from pathlib import Path
 
 from generation import secrets
-from generation.boundary import guard
+from generation.boundary import guard, one_line
 from generation.datagen import STAGES
 from generation.datagen.stage_io import stats_path
 from generation.io.records import atomic_write_json, check_utf8
@@ -102,10 +102,7 @@ def load_config(path: str | os.PathLike) -> tuple[Path, dict[str, dict]]:
     try:
         data = yaml.safe_load(raw) or {}
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(err, "problem", None) or type(err).__name__
-        raise ValueError(f"{path}{where}: not valid YAML ({problem})") from None
+        raise ValueError(f"{path}, {one_line(err)}") from None
     if not isinstance(data, dict) or not isinstance(data.get("stages"), dict):
         raise ValueError(f"{path}: expected a mapping with a `stages:` mapping")
     unknown = set(data) - {"workdir", "stages"}

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from generation.boundary import UsageError, one_line
+from generation.boundary import UsageError
+from generation.options import read_yaml_mapping
 
 # ModelConfig fields whose defaults differ here from trl's (the paper's settings). `dtype: auto`
 # means here: bfloat16 where it runs (see generation.distill.train.resolve_compute_dtype).
@@ -299,18 +300,7 @@ def read_yaml_config(argv: list[str]) -> dict:
     index = argv.index("--config")
     if index + 1 >= len(argv):
         raise ValueError("--config needs a YAML file")
-    import yaml
-
-    path = argv[index + 1]
-    try:
-        with open(path, encoding="utf-8") as handle:
-            config = yaml.safe_load(handle)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        detail = err.strerror if isinstance(err, OSError) and err.strerror else one_line(err)
-        raise ValueError(f"--config {path}: {detail}") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"--config {path}: must hold a YAML mapping of option: value")
-    return config
+    return read_yaml_mapping(argv[index + 1], f"--config {argv[index + 1]}")
 
 
 def _given(name: str, argv: list[str], config: dict) -> bool:

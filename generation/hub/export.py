@@ -33,6 +33,7 @@ from ambigdocs import ReleaseDownloadError
 from generation.hub import card as dataset_card
 from generation.hub import remote
 from generation.hub.layout import DEFAULT_MAX_SHARD_BYTES, check_config_name, write_split
+from generation.io.outputs import current_umask
 from generation.options import check_at_least, option, run_command
 
 
@@ -67,7 +68,7 @@ def export_dataset(
     output_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}.", dir=output_dir.parent))
     # mkdtemp makes the folder 0700; the export is an ordinary output: it follows the umask.
-    staging.chmod(0o777 & ~_current_umask())
+    staging.chmod(0o777 & ~current_umask())
     try:
         card = dataset_card.new_card(repo_id)
         written = []
@@ -111,12 +112,6 @@ def check_output_dir(output_dir: str | os.PathLike, overwrite: bool = False) -> 
     if output_dir.is_dir() and any(output_dir.iterdir()) and not overwrite:
         raise ValueError(f"{output_dir}: exists and is not empty (use --overwrite to replace it)")
     return output_dir
-
-
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def build_configs(

@@ -46,6 +46,7 @@ from generation.hub.layout import (
 )
 from generation.io.records import check_utf8
 from generation.options import option, run_command
+from metric.ambigdocs_metric.hub_errors import hub_unreachable
 
 REPO_TYPE = "dataset"
 # Files of a dataset repository that are not data (never counted as unexported data files).
@@ -348,7 +349,7 @@ def push_split(
             state = remote.read_repo_state(api, repo_id, REPO_TYPE, revision)
             card_text = remote.read_text_file(api, repo_id, REPO_TYPE, state, "README.md")
         except Exception as err:
-            if dry_run and remote.is_unreachable(err):
+            if dry_run and hub_unreachable(err):
                 # Still show what was checked offline: the plan for a new repository.
                 plan(remote.RepoState(), None, offline=True)
             raise

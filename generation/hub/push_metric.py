@@ -37,11 +37,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import yaml
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, SpaceCard
 
 from ambigdocs import RELEASE_REPO_ID
+from generation.boundary import one_line
 from generation.hub import remote
 from generation.options import option, run_command
+from metric.ambigdocs_metric.hub_errors import hub_unreachable
 
 REPO_TYPE = "space"
 METRIC_DIR = Path(__file__).resolve().parents[2] / "metric" / "ambigdocs_metric"
@@ -189,7 +192,11 @@ def build_space_folder(
             raise ValueError(f"{path}: its name clashes with the Space's {target}")
         shutil.copyfile(path, output_dir / target)
     readme = (metric_dir / "README.md").read_text(encoding="utf-8")
-    (output_dir / "README.md").write_text(_front_matter(readme), encoding="utf-8")
+    try:
+        card = _front_matter(readme)
+    except yaml.YAMLError as err:  # the library names no file
+        raise ValueError(f"{metric_dir / 'README.md'}: front matter {one_line(err)}") from None
+    (output_dir / "README.md").write_text(card, encoding="utf-8")
     requirements = (metric_dir / "requirements.txt").read_text(encoding="utf-8")
     (output_dir / "requirements.txt").write_text(_requirements(requirements), encoding="utf-8")
     app = APP_TEMPLATE.format(repo_id=repo_id, name=name)
@@ -232,7 +239,7 @@ def push_metric(
         try:
             state = remote.read_repo_state(api, repo_id, REPO_TYPE, None)
         except Exception as err:
-            if dry_run and remote.is_unreachable(err):
+            if dry_run and hub_unreachable(err):
                 _print_plan(repo_id, folder, files, remote.RepoState(), out, offline=True)
             raise
         operations = _print_plan(repo_id, folder, files, state, out, dry_run=dry_run)

@@ -20,8 +20,6 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
-from metric.ambigdocs_metric.hub_errors import hub_unreachable
-
 _REPO_PART = re.compile(r"[A-Za-z0-9][\w.-]*")
 
 
@@ -204,8 +202,3 @@ def check_no_loading_script(repo_id: str, files: list[str]) -> None:
             f"(HfApi().delete_file({script!r}, {repo_id!r}, repo_type='dataset')) or push to "
             "another repository"
         )
-
-
-def is_unreachable(err: BaseException) -> bool:
-    """Whether `err` says the Hub could not be reached (network, offline mode)."""
-    return hub_unreachable(err)

@@ -27,6 +27,7 @@ Errors name the real output, never a temporary file (`real_name_errors`).
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import glob
 import os
@@ -137,6 +138,33 @@ def unique_names(
 # --- symbolic links ----------------------------------------------------------------------------
 
 
+def current_umask() -> int:
+    """The process's umask (read by setting it and putting it back)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
+def make_parent(path: str | os.PathLike) -> None:
+    """Creates the folder `path` goes in, and refuses a `path` that cannot be a file there.
+
+    Raises:
+        IsADirectoryError: `path` is a folder.
+        NotADirectoryError: a file stands where one of its folders should be (named).
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "is a folder; give a file path", str(path))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        # mkdir names the first missing folder, not the file in the way: name that file.
+        blocker = next((p for p in (path.parent, *path.parent.parents) if p.is_file()), path.parent)
+        raise NotADirectoryError(
+            errno.ENOTDIR, f"is a file, so {path} cannot be created", str(blocker)
+        ) from None
+
+
 def refuse_symlink(path: str | os.PathLike, what: str | None = None) -> None:
     """Refuses an output path that is a symbolic link (see the module docstring for why).
 
@@ -201,8 +229,6 @@ def output_lock(path: str | os.PathLike, what: str | None = None) -> Iterator[No
         OutputBusy: another live process holds the lock; one line naming the output and pid.
         OSError: the lock file cannot be made (e.g. a read-only folder), naming it.
     """
-    from generation.io.records import make_parent
-
     lock = lock_path(path)
     make_parent(lock)  # a file where a folder should be: named
     while True:
@@ -329,8 +355,6 @@ def replace_folder(
         OSError: the block's or the swap's, naming the file under `target`, never the staging
             folder.
     """
-    from generation.io.records import current_umask
-
     target = Path(target)
     check_replaceable(target, owned, what, whose)
     target.parent.mkdir(parents=True, exist_ok=True)

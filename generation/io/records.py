@@ -12,13 +12,20 @@ never loses finished work and never leaves a file that breaks the next run:
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+# The writing rules (no symlinks, real names in errors); re-exported: callers import them here too.
+from generation.io.outputs import (  # noqa: F401
+    current_umask,
+    make_parent,
+    real_name_errors,
+    refuse_symlink,
+)
 
 # The one reader (exact numbers, bounded nesting, file:line errors) sits at the bottom layer, in
 # the metric's folder, so that the builder reads files the same way without importing generation/.
@@ -52,33 +59,6 @@ def jsonl_bytes(records: Iterable[Any]) -> bytes:
     return b"".join(map(line, records))
 
 
-def current_umask() -> int:
-    """The process's umask (read by setting it and putting it back)."""
-    umask = os.umask(0o022)
-    os.umask(umask)
-    return umask
-
-
-def make_parent(path: str | os.PathLike) -> None:
-    """Creates the folder `path` goes in, and refuses a `path` that cannot be a file there.
-
-    Raises:
-        IsADirectoryError: `path` is a folder.
-        NotADirectoryError: a file stands where one of its folders should be (named).
-    """
-    path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "is a folder; give a file path", str(path))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        # mkdir names the first missing folder, not the file in the way: name that file.
-        blocker = next((p for p in (path.parent, *path.parent.parents) if p.is_file()), path.parent)
-        raise NotADirectoryError(
-            errno.ENOTDIR, f"is a file, so {path} cannot be created", str(blocker)
-        ) from None
-
-
 def _atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: str = "w") -> None:
     """Writes through a temporary file beside `path`, then renames it over `path`.
 
@@ -86,8 +66,6 @@ def _atomic_write(path: str | os.PathLike, write: Callable[[Any], None], mode: s
         ValueError: `path` is a symbolic link (never written through, see io/outputs.py).
         OSError: naming `path`, never the temporary file (e.g. a full disk).
     """
-    from generation.io.outputs import real_name_errors, refuse_symlink
-
     path = Path(path)
     refuse_symlink(path)
     make_parent(path)
@@ -151,8 +129,6 @@ class ResumableJsonl:
     """
 
     def __init__(self, path: str | os.PathLike, key: Callable[[dict], Any]):
-        from generation.io.outputs import refuse_symlink
-
         self.path = Path(path)
         self.key = key
         refuse_symlink(self.path)  # appending would write into the link's target
@@ -192,8 +168,6 @@ class ResumableJsonl:
 
     def append(self, records: Iterable[dict]) -> None:
         """Appends records and makes them durable before returning."""
-        from generation.io.outputs import real_name_errors
-
         records = list(records)
         with real_name_errors(self.path):
             self._file.writelines(map(dumps_line, records))

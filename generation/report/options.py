@@ -90,7 +90,7 @@ class EvaluateOptions:
     plot: bool = option(False, help="write categories.png (like Figure 4)")
     bootstrap: int = option(
         1000,
-        help="bootstrap resamples for the 95%% intervals and the comparison (0: none)",
+        help="bootstrap resamples for the 95% intervals and the comparison (0: none)",
         metavar="N",
     )
     bootstrap_seed: int = option(0, help="seed of the resampling")

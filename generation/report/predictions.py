@@ -59,7 +59,7 @@ def read_predictions(path: str | os.PathLike) -> list[dict]:
 
 def _whole_json(path: str | os.PathLike) -> Any:
     try:
-        return read_json(path)  # the one reader: deep nesting is a ValueError, not a crash
+        return read_json(path)  # the one reader: bounded depth, exact numbers
     except ValueError:
         return None
 
