@@ -36,15 +36,6 @@ from metric.ambigdocs_metric import json_files, scoring
 # (`ambigdocs.QAModelError`), whether the metric came from `evaluate.load` or from Python.
 from metric.ambigdocs_metric.qa_loading import QAModelError  # noqa: F401
 
-_CITATION = """\
-@inproceedings{lee2024ambigdocs,
-  title={AmbigDocs: Reasoning across Documents on Different Entities under the Same Name},
-  author={Lee, Yoonsang and Ye, Xi and Choi, Eunsol},
-  booktitle={Conference on Language Modeling (COLM)},
-  year={2024}
-}
-"""
-
 _DESCRIPTION = """\
 AmbigDocs pairs a question that mentions an ambiguous name (a Wikipedia disambiguation page's
 surface name) with gold documents about different entities sharing that name, each document
@@ -278,7 +269,7 @@ class AmbigDocs(datasets.GeneratorBasedBuilder):
             features=FEATURES,
             homepage=_HOMEPAGE,
             license=_LICENSE,
-            citation=_CITATION,
+            citation=scoring.CITATION,
             splits=splits,
         )
 

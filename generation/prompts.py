@@ -173,15 +173,10 @@ AUTHORS_ANSWER_EXEMPLARS: list[dict] = [
 ]
 
 
-def _authors_query(question: str, docs: Sequence[Mapping[str, str]]) -> str:
-    contexts = "".join(f"Context: {d['title']} | {d['text']}\n" for d in docs)
-    return f"Question: {question}\n{contexts}Answer:"
-
-
 def _authors_shots(exemplars: Sequence[Mapping]) -> str:
     """The exemplar block: each exemplar answered, each followed by a blank line."""
     return "".join(
-        f"{_authors_query(ex['question'], ex['docs'])} {ex['answer']}\n\n" for ex in exemplars
+        f"{_answer_block(ex['question'], ex['docs'])}Answer: {ex['answer']}\n\n" for ex in exemplars
     )
 
 
@@ -216,7 +211,7 @@ def render_authors_answer_input(
     Raises:
         ValueError: an unknown back-end kind.
     """
-    query = _authors_query(question, docs)
+    query = _answer_block(question, docs) + "Answer:"
     shots = ""
     if few_shot:
         shots = _authors_shots(AUTHORS_ANSWER_EXEMPLARS if exemplars is None else exemplars)

@@ -139,6 +139,15 @@ def test_object_wrapping_the_rows_is_refused_by_name(tmp_path):
     assert read_predictions(one) == rows[:1]
 
 
+def test_json_nested_deeper_than_the_parser_follows_is_one_value_error(tmp_path):
+    # The wrapped-object check reads the whole file again: by the one reader, so the depth
+    # that the row reader refuses cannot crash it with a RecursionError.
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match=r"deep\.json: JSON nested too deeply"):
+        read_predictions(path)
+
+
 def lm_eval_samples(rows):
     """Samples in the layout lm-eval's --log_samples writes (the fields samples.py reads;
     tests/test_lm_eval_task.py checks that layout against a real lm-eval run)."""

@@ -17,7 +17,7 @@ pass `dtype="float32"` when exact batch-size independence matters more than spee
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from generation.backends.base import Generation
 from generation.backends.loading import (  # noqa: F401  (pick_* are re-exported)
@@ -45,6 +45,23 @@ def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def in_length_batches(
+    encoded: Sequence[list[int]], batch_size: int, run_batch: Callable, desc: str | None
+) -> list:
+    """`run_batch` (token id lists -> one result each) over `length_sorted_batches` of
+    `encoded`; the results in input order, with a tqdm bar labelled `desc` (None: no bar)."""
+    results: list = [None] * len(encoded)
+    batches = length_sorted_batches([len(x) for x in encoded], batch_size)
+    if desc is not None:
+        from tqdm.auto import tqdm
+
+        batches = tqdm(batches, desc=desc, unit="batch")
+    for batch in batches:
+        for i, out in zip(batch, run_batch([encoded[i] for i in batch]), strict=True):
+            results[i] = out
+    return results
 
 
 def tokenizer_has_chat_template(tokenizer) -> bool:
@@ -225,17 +242,12 @@ class HFBackend:
         for i, ids in enumerate(encoded):
             if not ids:
                 raise ValueError(f"prompt {i}: empty after tokenisation")
-        results: list[Generation | None] = [None] * len(prompts)
-        batches = length_sorted_batches([len(x) for x in encoded], self.batch_size)
-        if self.show_progress:
-            from tqdm.auto import tqdm
-
-            batches = tqdm(batches, desc="generate", unit="batch")
-        for batch in batches:
-            outs = self._generate_batch([encoded[i] for i in batch], max_new_tokens, return_scores)
-            for i, out in zip(batch, outs, strict=True):
-                results[i] = out
-        return results  # type: ignore[return-value]
+        return in_length_batches(
+            encoded,
+            self.batch_size,
+            lambda ids: self._generate_batch(ids, max_new_tokens, return_scores),
+            "generate" if self.show_progress else None,
+        )
 
     def _generate_batch(
         self, batch_ids: list[list[int]], max_new_tokens: int, return_scores: bool

@@ -15,11 +15,12 @@ command that loads models through here, or imports it first, does not print it.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import warnings
 from pathlib import Path
 from typing import Any
+
+from generation.io.records import atomic_write_json, read_json
 
 # Written by `ambigdocs distill` into the adapter folder when the base model was quantised.
 BASE_QUANTIZATION_FILE = "base_quantization_config.json"
@@ -133,8 +134,6 @@ def save_base_quantization(folder: str | Path, quantization_config) -> None:
     """
     if quantization_config is None:
         return
-    from generation.io.records import atomic_write_json
-
     atomic_write_json(Path(folder) / BASE_QUANTIZATION_FILE, quantization_config.to_dict())
 
 
@@ -153,10 +152,7 @@ def read_base_quantization(adapter: str | Path | None) -> dict[str, Any] | None:
     path = Path(adapter) / BASE_QUANTIZATION_FILE
     if not path.is_file():
         return None
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path}: not readable as JSON ({err})") from None
+    config = read_json(path)  # the one reader: names the file, line and column
     if not isinstance(config, dict):
         raise ValueError(f"{path}: must hold a JSON object (a BitsAndBytesConfig)")
     return config

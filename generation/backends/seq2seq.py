@@ -3,14 +3,14 @@
 The entailment check of the data pipeline (`generation.datagen.entailment`: the question converter
 and the TRUE NLI model) runs on it. Loading goes through `generation.backends.loading`, the same
 home as the causal back-end's, and batches group inputs of similar token length as that back-end
-does (`generation.backends.hf.length_sorted_batches`).
+does (`generation.backends.hf.in_length_batches`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from generation.backends.hf import length_sorted_batches
+from generation.backends.hf import in_length_batches
 from generation.backends.loading import (
     GREEDY,
     check_model_path,
@@ -70,16 +70,9 @@ class Seq2SeqGenerator:
 
     def generate_ids(self, encoded: Sequence[list[int]], max_new_tokens: int) -> list[str]:
         """Greedy outputs for already tokenised inputs, decoded, in input order."""
-        results: list[str | None] = [None] * len(encoded)
-        batches = length_sorted_batches([len(x) for x in encoded], self.batch_size)
-        if self.show_progress:
-            from tqdm.auto import tqdm
 
-            batches = tqdm(batches, desc=f"generate ({self.model_name})", unit="batch")
-        for batch in batches:
-            padded = self.tokenizer.pad(
-                {"input_ids": [encoded[i] for i in batch]}, padding=True, return_tensors="pt"
-            )
+        def run_batch(batch_ids: list[list[int]]) -> list[str]:
+            padded = self.tokenizer.pad({"input_ids": batch_ids}, padding=True, return_tensors="pt")
             with self._torch.inference_mode():
                 out = self.model.generate(
                     input_ids=padded["input_ids"].to(self.device),
@@ -87,11 +80,10 @@ class Seq2SeqGenerator:
                     max_new_tokens=max_new_tokens,
                     **GREEDY,
                 )
-            for i, text in zip(
-                batch, self.tokenizer.batch_decode(out, skip_special_tokens=True), strict=True
-            ):
-                results[i] = text.strip()
-        return results  # type: ignore[return-value]
+            return [t.strip() for t in self.tokenizer.batch_decode(out, skip_special_tokens=True)]
+
+        desc = f"generate ({self.model_name})" if self.show_progress else None
+        return in_length_batches(encoded, self.batch_size, run_batch, desc)
 
     def generate(self, texts: Sequence[str], max_new_tokens: int) -> list[str]:
         """Greedy outputs for `texts`, decoded without special tokens, in input order."""

@@ -13,25 +13,8 @@ from collections.abc import Sequence
 
 from generation.backends.base import Generation
 from generation.backends.hf import encode_prompt, tokenizer_has_chat_template
+from generation.extras import require
 from generation.prompts import Prompt
-
-INSTALL_HINT = (
-    "the vllm back-end needs the optional package vllm (pip install vllm, on a Linux machine "
-    "with a CUDA GPU); use --backend hf otherwise"
-)
-
-
-def import_vllm():
-    """The vllm module.
-
-    Raises:
-        ImportError: vllm is not installed (the message says how to install it).
-    """
-    try:
-        import vllm
-    except ImportError as err:
-        raise ImportError(f"{INSTALL_HINT} ({err})") from err
-    return vllm
 
 
 def sampling_kwargs(max_new_tokens: int, return_scores: bool, seed: int | None = 0) -> dict:
@@ -92,7 +75,7 @@ class VLLMBackend:
         **engine_kwargs: passed to `vllm.LLM` as they are (e.g. `enforce_eager=True`).
 
     Raises:
-        ImportError: vllm is not installed.
+        MissingExtraError: vllm is not installed (names the extra to install).
     """
 
     name = "vllm"
@@ -112,7 +95,10 @@ class VLLMBackend:
         trust_remote_code: bool = False,
         **engine_kwargs,
     ):
-        vllm = import_vllm()
+        # Built directly (not by `load_backend`): the same one-line missing-extra error.
+        require("vllm", what="the vllm back-end")
+        import vllm
+
         self.model_name = str(model)
         self.seed = seed
         self._vllm = vllm

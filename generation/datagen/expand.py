@@ -88,10 +88,16 @@ from generation.datagen.model_options import (
     make_backend,
     model_settings,
 )
-from generation.datagen.stage_io import check_output, keyed_rows, read_stage, write_stage
+from generation.datagen.stage_io import (
+    check_output,
+    keyed_rows,
+    read_stage,
+    save_in_chunks,
+    write_stage,
+)
 from generation.io.passages import collect_passages
 from generation.io.records import atomic_write_jsonl, read_records
-from generation.io.resume import chunks, finish_work, open_work
+from generation.io.resume import finish_work, open_work
 from generation.options import check_at_least, option, run_command
 from generation.prompts import render_expansion_prompt
 from metric.ambigdocs_metric.scoring import parse_documents
@@ -400,7 +406,7 @@ def expand_answers(
             checker=checker,
             **rule,
         )
-        _in_chunks(todo, chunk_size, expand_batch, progress.append, show_progress)
+        save_in_chunks(progress, todo, chunk_size, expand_batch, "expand", show_progress)
     by_key = {r["surface_name"]: r for r in progress.records}
     out = [by_key[r["surface_name"]] for r in ok]
     stats = _stats(rows, out)
@@ -416,17 +422,6 @@ def _read_inputs(input_path: str, disambiguation: str) -> tuple[list[dict], dict
     mapping = seed_stage.read_disambiguation_map(disambiguation)
     _validate(rows, mapping, str(input_path))
     return rows, mapping
-
-
-def _in_chunks(todo: list, chunk_size: int, work, save, show_progress: bool) -> None:
-    """Runs `work` over chunks of `todo`, saving each finished chunk's result with `save`."""
-    batches = chunks(todo, chunk_size)
-    if show_progress:
-        from tqdm.auto import tqdm
-
-        batches = tqdm(batches, desc="expand", unit="chunk")
-    for batch in batches:
-        save(work(batch))
 
 
 def _check_format(prompt_format: str, exemplars: Sequence[Mapping] | None) -> None:

@@ -60,10 +60,11 @@ from generation.datagen.stage_io import (
     check_output,
     keyed_rows,
     read_stage,
+    save_in_chunks,
     status_counts,
     write_stage,
 )
-from generation.io.resume import chunks, discard_work, finish_work, open_work
+from generation.io.resume import discard_work, finish_work, open_work
 from generation.options import check_at_least, option, run_command
 from generation.prompts import strip_disambiguation
 
@@ -268,14 +269,9 @@ def _entailment_filter(
         overwrite=overwrite,
         inputs=[input_path],
     )
-    todo = [r for r in pending if r["surface_name"] not in progress.done]
-    batches = chunks(todo, chunk_size) if todo else []
-    if show_progress:
-        from tqdm.auto import tqdm
+    rule = (settings or {}).get("suffix_rule", "exact")
 
-        batches = tqdm(batches, desc="entailment", unit="chunk")
-    for batch in batches:
-        rule = (settings or {}).get("suffix_rule", "exact")
+    def check(batch: list[dict]) -> list[dict]:
         items = [item for row in batch for item in entailment_items(row, rule)]
         results = checker.check(items)
         if len(results) != len(items):
@@ -292,7 +288,10 @@ def _entailment_filter(
                     ],
                 }
             )
-        progress.append(records)
+        return records
+
+    todo = [r for r in pending if r["surface_name"] not in progress.done]
+    save_in_chunks(progress, todo, chunk_size, check, "entailment", show_progress)
     done = {r["surface_name"]: r["entailment"] for r in progress.records}
     for row in pending:
         row["entailment"] = done[row["surface_name"]]

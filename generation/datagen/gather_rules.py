@@ -24,7 +24,7 @@ differences between the 2018 passages and whenever the API was read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 SEE_ALSO = "See also"
 REFER_TO = "refer to"
@@ -81,13 +81,6 @@ def api_link_order(titles: Iterable[str]) -> list[str]:
     """Main-namespace titles in the order `prop=links` lists them: binary order of the UTF-8
     title with underscores for spaces (MediaWiki's `pl_title`)."""
     return sorted(set(titles), key=lambda t: t.replace(" ", "_").encode("utf-8"))
-
-
-def page_order(text: str, entities: Sequence[str]) -> list[str]:
-    """`entities` ordered by their first line-opening position in the cut text (the page order
-    option of the API route)."""
-    body = cut_page_text(text)
-    return sorted(entities, key=body.find)
 
 
 def _render(nodes) -> str:

@@ -70,9 +70,15 @@ from generation.datagen.model_options import (
     make_backend,
     model_settings,
 )
-from generation.datagen.stage_io import check_output, read_stage, write_stage
+from generation.datagen.stage_io import (
+    check_output,
+    keyed_rows,
+    read_stage,
+    save_in_chunks,
+    write_stage,
+)
 from generation.io.records import atomic_write_jsonl, read_records
-from generation.io.resume import chunks, finish_work, open_work
+from generation.io.resume import finish_work, open_work
 from generation.options import check_at_least, option, run_command
 from generation.prompts import render_question_prompt
 from metric.ambigdocs_metric.scoring import parse_documents
@@ -154,21 +160,11 @@ def validate_seed_rows(rows: Sequence[Mapping], source: str = "input") -> None:
         ValueError: naming the row (index and surface name) and the field that is wrong, or a
             surface name that occurs twice (it is the resume key).
     """
-    if not rows:
-        raise ValueError(f"{source}: holds no rows")
-    seen = set()
-    for i, row in enumerate(rows):
-        where = f"{source}: row {i}"
-        sn = row.get("surface_name")
-        if not isinstance(sn, str) or not sn.strip():
-            raise ValueError(f"{where}: field 'surface_name' must be a non-empty string")
-        if sn in seen:
-            raise ValueError(f"{where} ({sn!r}): field 'surface_name' occurs twice")
-        seen.add(sn)
+    for row, where in keyed_rows(rows, source):
         docs = row.get("documents")
         if not isinstance(docs, list) or len(docs) != 2:
-            raise ValueError(f"{where} ({sn!r}): field 'documents' must be a list of two passages")
-        parse_documents(docs, f"{where} ({sn!r})", ("title", "text"))
+            raise ValueError(f"{where}: field 'documents' must be a list of two passages")
+        parse_documents(docs, where, ("title", "text"))
 
 
 def load_exemplars(path: str) -> list[dict]:
@@ -247,13 +243,8 @@ def generate_questions(
         defaults=SETTINGS_ADDED_LATER,
         inputs=[input_path],
     )
-    todo = [r for r in rows if r["surface_name"] not in progress.done]
-    batches = chunks(todo, chunk_size) if todo else []
-    if show_progress:
-        from tqdm.auto import tqdm
 
-        batches = tqdm(batches, desc="questions", unit="chunk")
-    for batch in batches:
+    def ask(batch: list[dict]) -> list[dict]:
         prompts = [
             render_question_prompt(
                 r["surface_name"], r["documents"], prompt_format=prompt_format, exemplars=exemplars
@@ -261,9 +252,10 @@ def generate_questions(
             for r in batch
         ]
         generations = backend.generate(prompts, max_new_tokens=max_new_tokens)
-        progress.append(
-            _with_question(r, g.text, rule) for r, g in zip(batch, generations, strict=True)
-        )
+        return [_with_question(r, g.text, rule) for r, g in zip(batch, generations, strict=True)]
+
+    todo = [r for r in rows if r["surface_name"] not in progress.done]
+    save_in_chunks(progress, todo, chunk_size, ask, "questions", show_progress)
     by_key = {r["surface_name"]: r for r in progress.records}
     out = [by_key[r["surface_name"]] for r in rows]
     parsed = sum(r["question"] is not None for r in out)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from generation.io.outputs import hold_lock, refuse_unsafe_output, release_lock
 from generation.io.records import _atomic_write, atomic_write_json, atomic_write_jsonl, read_records
+from generation.io.resume import chunks
 from metric.ambigdocs_metric.scoring import parse_string
 
 
@@ -51,6 +52,25 @@ def check_output(path: str | os.PathLike, option: str = "--output") -> None:
                 raise ValueError(f"{option} {path}: cannot write in the folder {parent}")
             break
     hold_lock(path, f"{option} {path}")
+
+
+def save_in_chunks(
+    work_file, todo: list, chunk_size: int, work: Callable, desc: str, show_progress: bool
+) -> None:
+    """Runs `work` (rows -> output records) over consecutive chunks of `todo`, appending each
+    finished chunk's records to `work_file` (`generation.io.resume.open_work`'s), so that an
+    interrupted run keeps every finished chunk; `desc` labels the tqdm bar of `show_progress`.
+
+    Raises:
+        ValueError: chunk_size < 1 while there is work to do.
+    """
+    batches = chunks(todo, chunk_size) if todo else []
+    if show_progress:
+        from tqdm.auto import tqdm
+
+        batches = tqdm(batches, desc=desc, unit="chunk")
+    for batch in batches:
+        work_file.append(work(batch))
 
 
 def stats_path(path: str | os.PathLike) -> Path:

@@ -19,6 +19,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 import ambigdocs
 from generation.hub.layout import split_pattern
+from metric.ambigdocs_metric.scoring import CITATION
 
 SPLITS_START = "<!-- ambigdocs:splits:start -->"
 SPLITS_END = "<!-- ambigdocs:splits:end -->"
@@ -225,7 +226,7 @@ def new_card(repo_id: str) -> DatasetCard:
         splits_end=SPLITS_END,
         repo_id=repo_id,
         license=ambigdocs._LICENSE,
-        citation=ambigdocs._CITATION,
+        citation=CITATION,
     )
     return DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body}")
 

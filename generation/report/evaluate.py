@@ -265,25 +265,21 @@ def format_table(columns: dict[str, dict]) -> str:
     names = list(columns)
     width = max([len(label) for _, label, _ in TABLE_ROWS] + [len("Answer category")])
     colw = [max(len(n), 8) for n in names]
-    lines = [" " * width + "  " + "  ".join(n.rjust(w) for n, w in zip(names, colw, strict=True))]
+
+    def row(label: str, cells: list[str]) -> str:
+        return f"{label.ljust(width)}  " + "  ".join(
+            c.rjust(w) for c, w in zip(cells, colw, strict=True)
+        )
+
+    lines = [row("", names)]
     for key, label, fmt in TABLE_ROWS:
-        if not any(key in s for s in columns.values()):
-            continue
-        cells = [fmt.format(s[key]) if key in s else "-" for s in columns.values()]
-        lines.append(
-            label.ljust(width)
-            + "  "
-            + "  ".join(c.rjust(w) for c, w in zip(cells, colw, strict=True))
-        )
-    lines.append("")
-    lines.append("Answer category".ljust(width))
+        if any(key in s for s in columns.values()):
+            lines.append(
+                row(label, [fmt.format(s[key]) if key in s else "-" for s in columns.values()])
+            )
+    lines += ["", "Answer category".ljust(width)]
     for key in CATEGORIES:
-        cells = [f"{s[key]:.3f}" for s in columns.values()]
-        lines.append(
-            f"  {CATEGORY_NAMES[key]}".ljust(width)
-            + "  "
-            + "  ".join(c.rjust(w) for c, w in zip(cells, colw, strict=True))
-        )
+        lines.append(row(f"  {CATEGORY_NAMES[key]}", [f"{s[key]:.3f}" for s in columns.values()]))
     return "\n".join(lines)
 
 

@@ -227,16 +227,14 @@ def comparison_html(comparison: dict | None) -> str:
     return "".join(parts)
 
 
-def _matrix_html(matrix: dict[str, dict[str, int]]) -> str:
-    order = list(matrix)
+def _matrix_html(matrix: dict[str, dict[str, int]], corner: str = "") -> str:
+    """{row category: {column category: count}} as a grid, the diagonal marked."""
+    order = list(next(iter(matrix.values()), {}))
     rows = [
-        _row(
-            _label(a),
-            [f'<td class="{"diag" if a == b else ""}">{matrix[a][b]}</td>' for b in order],
-        )
-        for a in order
+        _row(_label(a), [f'<td class="{"diag" if a == b else ""}">{row[b]}</td>' for b in order])
+        for a, row in matrix.items()
     ]
-    return _grid(["", *(escape(_label(k)) for k in order)], rows)
+    return _grid([corner, *(escape(_label(k)) for k in order)], rows)
 
 
 def notes_html(columns: dict[str, dict]) -> str:
@@ -259,21 +257,12 @@ def agreement_html(columns: dict[str, dict]) -> str:
         labels = summary.get("labels")
         if not labels:
             continue
-        confusion = labels["confusion"]
-        order = list(next(iter(confusion.values())))
-        rows = [
-            _row(
-                _label(lab),
-                [f'<td class="{"diag" if lab == c else ""}">{row[c]}</td>' for c in order],
-            )
-            for lab, row in confusion.items()
-        ]
         parts += [
             f"<h3>{escape(name)}: categories against {escape(repr(labels['field']))}</h3>",
             f"<p>agreement {labels['agreed']}/{labels['n']} = {labels['agreement']:.3f}, "
             f"Cohen's kappa {labels['kappa']:.3f} (rows: labels, columns: automatic "
             "categories)</p>",
-            _grid(["label \\ automatic", *(escape(_label(k)) for k in order)], rows),
+            _matrix_html(labels["confusion"], "label \\ automatic"),
         ]
     if not parts:
         return ""

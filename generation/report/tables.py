@@ -47,12 +47,16 @@ def _interval(summary: dict, key: str) -> list | None:
     return ci if ci and ci[0] is not None else None
 
 
-def _cell(summary: dict, key: str, fmt: str, with_ci: bool) -> str:
+def _cell(
+    summary: dict, key: str, fmt: str, with_ci: bool, missing: str = "-", ci: str = "{} [{}, {}]"
+) -> str:
+    """One score cell: `missing` without the score; with an interval, laid out by `ci` (the
+    score, the low end, the high end)."""
     if key not in summary:
-        return "-"
+        return missing
     text = fmt.format(summary[key])
-    ci = _interval(summary, key) if with_ci else None
-    return text if ci is None else f"{text} [{fmt.format(ci[0])}, {fmt.format(ci[1])}]"
+    low_high = _interval(summary, key) if with_ci else None
+    return text if low_high is None else ci.format(text, *(fmt.format(x) for x in low_high))
 
 
 def format_markdown(columns: dict[str, dict], with_ci: bool = False) -> str:
@@ -136,6 +140,10 @@ def tex_escape(text: str) -> str:
     return "".join(_TEX_SPECIAL.get(ch, ch) for ch in text)
 
 
+# A TeX cell's interval, in small type after the score.
+_TEX_CI = r"{} {{\scriptsize[{}, {}]}}"
+
+
 def format_latex(columns: dict[str, dict], with_ci: bool = False) -> str:
     """Table 2 as a booktabs `tabular` (needs `\\usepackage{booktabs}`)."""
     names = list(columns)
@@ -154,7 +162,7 @@ def format_latex(columns: dict[str, dict], with_ci: bool = False) -> str:
             ]
             in_categories = True
         name = r"\quad " + tex_escape(label) if is_category else _tex_label(label)
-        cells = [_tex_cell(columns[n], key, fmt, with_ci) for n in names]
+        cells = [_cell(columns[n], key, fmt, with_ci, "--", _TEX_CI) for n in names]
         lines.append(f"{name} & " + " & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
@@ -163,16 +171,6 @@ def format_latex(columns: dict[str, dict], with_ci: bool = False) -> str:
 def _tex_label(label: str) -> str:
     # The only maths in a label: the answer length's |y|.
     return tex_escape(label).replace("(|y|)", r"($|y|$)")
-
-
-def _tex_cell(summary: dict, key: str, fmt: str, with_ci: bool) -> str:
-    if key not in summary:
-        return "--"
-    text = fmt.format(summary[key])
-    ci = _interval(summary, key) if with_ci else None
-    if ci is None:
-        return text
-    return rf"{text} {{\scriptsize[{fmt.format(ci[0])}, {fmt.format(ci[1])}]}}"
 
 
 def write_tables(columns: dict[str, dict], out_dir: Path, with_ci: bool = False) -> list[Path]:

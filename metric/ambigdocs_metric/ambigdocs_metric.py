@@ -12,17 +12,8 @@ from .disambig_f1 import DEFAULT_QA_MODEL, disambig_f1
 from .hub_errors import hub_unreachable
 from .json_files import check_text
 from .qa_loading import QAModelError, load_qa_extractor
-from .scoring import CATEGORIES, Reference, aggregate, score_examples, validate_inputs
+from .scoring import CATEGORIES, CITATION, Reference, aggregate, score_examples, validate_inputs
 from .stopwords import STOPWORDS
-
-_CITATION = """\
-@inproceedings{lee2024ambigdocs,
-  title={AmbigDocs: Reasoning across Documents on Different Entities under the Same Name},
-  author={Lee, Yoonsang and Ye, Xi and Choi, Eunsol},
-  booktitle={Conference on Language Modeling (COLM)},
-  year={2024}
-}
-"""
 
 _DESCRIPTION = """\
 Scores long-form answers to AmbigDocs questions (a question mentions an ambiguous name; the gold
@@ -230,7 +221,7 @@ class AmbigDocsMetric(evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
-            citation=_CITATION,
+            citation=CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
             features=_FEATURES,
             reference_urls=["https://huggingface.co/datasets/yoonsanglee/AmbigDocs"],

@@ -21,6 +21,16 @@ from typing import NamedTuple
 from .json_files import gc_paused
 from .stopwords import STOPWORDS
 
+# The paper this scorer reproduces: the citation of the metric and of the builder's dataset.
+CITATION = """\
+@inproceedings{lee2024ambigdocs,
+  title={AmbigDocs: Reasoning across Documents on Different Entities under the Same Name},
+  author={Lee, Yoonsang and Ye, Xi and Choi, Eunsol},
+  booktitle={Conference on Language Modeling (COLM)},
+  year={2024}
+}
+"""
+
 # In the order of the paper's Figure 4 (best to worst): every table, chart and summary uses it.
 CATEGORIES = ("complete", "partial", "no_answer", "ambiguous", "merged")
 SCORE_DOCUMENTS = ("first5", "shown", "all")
