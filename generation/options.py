@@ -84,8 +84,9 @@ def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hint: Any)
         note = " (required)"
     elif needed or base is bool or default in (None, [], ""):
         note = ""
-    else:
-        note = f" (default: {default})"
+    else:  # a list default as it is typed (`--config default sample`), not Python's repr
+        shown = " ".join(map(str, default)) if isinstance(default, list) else default
+        note = f" (default: {shown})"
     # argparse formats help texts with `%`: a literal one (`50% of`) must be doubled.
     kwargs: dict[str, Any] = {"help": (meta.get("help", "") + note).replace("%", "%%")}
     if base is bool:

@@ -391,7 +391,7 @@ def test_answer_exemplars_file_problems_name_the_option(capsys, tmp_path, conten
 
 @pytest.mark.parametrize(
     ("args", "needle"),
-    [("--bootstrap -1", "--bootstrap must be 0 or more"), ("--workers 0", "--workers must be")],
+    [("--bootstrap -1", "--bootstrap must be between 0 and"), ("--workers 0", "--workers must be")],
 )
 def test_answer_evaluate_args_out_of_range_are_refused_first(capsys, tmp_path, args, needle):
     code, err = _answer(

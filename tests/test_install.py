@@ -177,7 +177,10 @@ def _editable_install(clone: Path, prefix: Path, *options: str) -> Path:
     """pip's editable install of `clone` into `prefix`; returns its site-packages folder."""
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation"]
-        + ["--no-index", "--prefix", str(prefix), "-e", str(clone), *options],
+        # --ignore-installed: without it pip first uninstalls the environment's own ambigdocs
+        # (the developer's `make setup` install, its console script included).
+        + ["--ignore-installed", "--no-index", "--prefix", str(prefix), "-e", str(clone)]
+        + list(options),
         check=True,
         capture_output=True,
         timeout=300,

@@ -226,6 +226,15 @@ def test_a_literal_percent_in_a_help_text_prints():
     assert "50% of the rows (a %s stays literal) (default: 0.5)" in _help("s", [Share])
 
 
+def test_a_list_default_shows_as_typed_on_the_command_line():
+    @dataclasses.dataclass
+    class Configs:
+        config: list[str] = option(["default", "sample"], help="configs")
+
+    text = " ".join(_help("c", [Configs]).split())
+    assert "configs (default: default sample)" in text and "['default'" not in text
+
+
 def test_retrieve_help_names_each_progress_flag_once(capsys):
     code, out, _ = run_cli(capsys, ["retrieve", "--help"])
     assert code == 0

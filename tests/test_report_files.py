@@ -301,7 +301,13 @@ def test_bad_report_input_is_a_one_line_error(sample_dir, tmp_path, capsys):
     assert main([sample, "--output-dir", str(tmp_path / "a"), "--no-df1", "--bootstrap", "-1"]) == 2
     assert (
         capsys.readouterr().err.strip()
-        == "ambigdocs evaluate: error: --bootstrap must be 0 or more"
+        == "ambigdocs evaluate: error: --bootstrap must be between 0 and 1,000,000, got -1"
+    )
+    # An unbounded count would never finish: refused before any scoring.
+    huge = ["--bootstrap", "100000000000"]
+    assert main([sample, "--output-dir", str(tmp_path / "a"), "--no-df1", *huge]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "ambigdocs evaluate: error: --bootstrap must be between 0 and 1,000,000, got 100000000000"
     )
     assert main([sample, "--output-dir", str(tmp_path / "b"), "--no-df1"]) == 2
     err = capsys.readouterr().err.strip()

@@ -77,7 +77,7 @@ class AnswerArguments(DataArguments):
             "`ambigdocs retrieve` output (its folder or SPLIT.jsonl) for the retrieved settings"
         ),
     )
-    num_docs: int = field(default=DEFAULT_NUM_DOCS, **_help("documents shown (5)"))
+    num_docs: int = field(default=DEFAULT_NUM_DOCS, **_help("documents shown"))
     few_shot: bool = field(default=False, **_help("few-shot prompt (Figure 12, or the authors')"))
     exemplars: str | None = field(
         default=None, **_help("JSON/JSONL exemplars (question, docs, answer) for few-shot")

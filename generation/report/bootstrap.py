@@ -30,6 +30,11 @@ SMALL_SAMPLE = 30
 CHUNK = 100
 
 
+# The most resamples `ambigdocs evaluate --bootstrap` takes: far past the point where more
+# change an interval (10,000 already fix a 95% bound to about a thousandth), still seconds.
+MAX_RESAMPLES = 1_000_000
+
+
 def value_matrix(records: Sequence[dict], keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Per-example values of `keys` as (values, defined): two (examples x keys) float arrays.
 

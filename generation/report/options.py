@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from generation.options import option, parse_argv
+from generation.report.bootstrap import MAX_RESAMPLES
 from generation.report.outputs import ReportOptions
 from metric.ambigdocs_metric.disambig_f1 import DEFAULT_QA_MODEL
 
@@ -113,8 +114,11 @@ class EvaluateOptions:
 
     def __post_init__(self):
         # Numbers out of range; also checked for `answer --evaluate-args`, before answering.
-        if isinstance(self.bootstrap, int) and self.bootstrap < 0:
-            raise ValueError("--bootstrap must be 0 or more")
+        if isinstance(self.bootstrap, int) and not 0 <= self.bootstrap <= MAX_RESAMPLES:
+            # An unbounded count would run (and hold its resample means) without end.
+            raise ValueError(
+                f"--bootstrap must be between 0 and {MAX_RESAMPLES:,}, got {self.bootstrap}"
+            )
         for flag, value, low in (
             ("--bootstrap-seed", self.bootstrap_seed, 0),  # numpy's own error names no flag
             ("--workers", self.workers, 1),
