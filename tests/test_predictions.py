@@ -256,3 +256,11 @@ def test_data_set_options_need_each_other(sample_dir, tmp_path, capsys):
     assert main([str(preds), "--data-dir", str(sample_dir), "--split", "dev", *out]) == 2
     err = capsys.readouterr().err
     assert err.startswith("ambigdocs evaluate: error:") and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("qid", [True, 0.0, [0], {"id": 0}])
+def test_a_qid_of_the_wrong_type_is_named_as_such(qid):
+    # Not "not in the data set (qids True)": the field's type is what is wrong.
+    data = split_rows(random_results(3, seed=4))
+    with pytest.raises(ValueError, match=r"row 0 .*'qid' must be an integer or a string"):
+        join_predictions([{"qid": qid, "answer": "x"}], data, source="p.jsonl")

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from generation.io.records import read_json, read_records
+from metric.ambigdocs_metric.scoring import parse_qid
 
 # Where answers are found, in this order of preference.
 ANSWER_FIELDS = ("answer", "prediction", "response", "output", "gen_answer")
@@ -192,7 +193,9 @@ def join_predictions(
     rows = []
     unknown = []
     for i, (record, answer) in enumerate(zip(records, answers, strict=True)):
-        qid = record.get("qid")
+        # The one parser's rule (an integer or a string; not a boolean or a float), then
+        # matched as text, so that `"7"` from a tool that writes qids as strings finds 7.
+        qid = parse_qid(record.get("qid"), _where(source, i, record))
         if qid is None:
             raise ValueError(f"{_where(source, i, record)} has no field 'qid'")
         row = by_qid.get(str(qid))
