@@ -10,11 +10,11 @@ import pytest
 from test_evaluate_cli import ROUTES, random_results
 from test_evaluate_cli import run_evaluate as _run
 
+from generation.io.data_sources import load_split_rows
 from generation.report.evaluate import evaluate_rows, main
 from generation.report.predictions import (
     ANSWER_FIELDS,
     join_predictions,
-    load_dataset_rows,
     read_predictions,
 )
 
@@ -174,13 +174,13 @@ def test_lm_eval_samples_are_read_directly(tmp_path):
 
 
 def test_sample_config_and_folders_load_the_same_rows(sample_dir, tmp_path):
-    sample = load_dataset_rows(config="sample")
+    sample = load_split_rows(config="sample")
     assert [r["qid"] for r in sample] == [0, 1, 2, 3, 4]
-    assert load_dataset_rows(data_dir=sample_dir) == sample
+    assert load_split_rows(data_dir=sample_dir) == sample
     # Any folder plain `datasets.load_dataset` reads: the same rows.
-    assert load_dataset_rows(dataset=str(sample_dir), split="test") == sample
+    assert load_split_rows(dataset=str(sample_dir), split="test") == sample
     with pytest.raises(ValueError, match="give one data set"):
-        load_dataset_rows(config="sample", data_dir=sample_dir)
+        load_split_rows(config="sample", data_dir=sample_dir)
 
 
 # --- the command, both routes ------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from generation.io.data_sources import load_split_rows, with_flag
 from generation.io.records import check_text, iter_jsonl, read_records
 from metric.ambigdocs_metric.scoring import parse_documents, parse_qid, parse_string
 
@@ -35,57 +36,11 @@ def read_rows(
     """
     if limit is not None and limit < 1:
         raise ValueError(f"--limit must be >= 1 (it keeps the first N examples), got {limit}")
-    rows = _load(data_dir, config, dataset, split)
-    if not rows:
-        # An empty file or `[]` would otherwise "succeed" with an empty output.
-        source = f"--data-dir {data_dir}" if data_dir else f"--config {config}" if config else None
-        raise ValueError(f"{source or f'--dataset {dataset}'}, split {split!r}: no rows")
+    rows = load_split_rows(data_dir=data_dir, config=config, dataset=dataset, split=split)
     validate_rows(rows)
     if retrieved:
         attach_retrieved(rows, retrieved, split)
     return rows if limit is None else rows[:limit]
-
-
-def _load(data_dir, config, dataset, split) -> list[dict]:
-    if data_dir or config:
-        from ambigdocs import load_ambigdocs
-
-        if data_dir and not Path(data_dir).is_dir():
-            raise ValueError(f"--data-dir {data_dir}: not a folder")
-        try:
-            ds = load_ambigdocs(split, config=config or "default", data_dir=data_dir)
-        except ValueError as err:
-            raise _name_the_option(err, split, data_dir) from None
-        return [dict(r) for r in ds]
-    if Path(dataset).is_file():
-        try:
-            return read_records(dataset)
-        except ValueError as err:
-            raise _with_flag("--dataset", dataset, err) from None
-    import datasets
-
-    try:
-        if Path(dataset).is_dir() and (Path(dataset) / "dataset_info.json").exists():
-            ds = datasets.load_from_disk(dataset)
-            ds = ds[split] if isinstance(ds, datasets.DatasetDict) else ds
-        else:
-            ds = datasets.load_dataset(dataset, split=split)
-    except Exception as err:  # noqa: BLE001 - datasets raises many kinds; all mean "cannot load"
-        cause = err.__cause__ or err
-        reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0][:300]
-        raise ValueError(f"--dataset {dataset}: cannot be loaded ({reason})") from None
-    return [dict(r) for r in ds]
-
-
-def _name_the_option(err: ValueError, split: str, data_dir: str | None) -> ValueError:
-    """The loader's error with the option it is about: `--split` for a split the data does not
-    have (datasets says only 'Unknown split'), `--data-dir` for a folder without the files."""
-    message = str(err)
-    if message.startswith("Unknown split"):
-        return ValueError(f"--split {split}: {message}")
-    if data_dir and message.startswith(f"{data_dir}:"):
-        return ValueError(f"--data-dir {message}")
-    return err
 
 
 def validate_rows(rows: list) -> None:
@@ -127,19 +82,13 @@ def attach_retrieved(rows: list[dict], path: str, split: str) -> None:
                 raise ValueError(f"--retrieved {path}: line {n} repeats qid {record['qid']!r}")
             by_qid[str(record["qid"])] = record.get("retrieved")
     except ValueError as err:
-        raise _with_flag("--retrieved", path, err) from None
+        raise with_flag("--retrieved", err) from None
     if not by_qid:
         raise ValueError(f"--retrieved {path}: no rows")
     for row in rows:
         if str(row["qid"]) in by_qid:
             row["retrieved"] = by_qid[str(row["qid"])]
             check_text(row["retrieved"], f"--retrieved {path} (qid={row['qid']!r})", "retrieved")
-
-
-def _with_flag(flag: str, path: str | Path, err: ValueError) -> ValueError:
-    """A file's error (which names the file, line and field) with the option that gave it."""
-    message = str(err)
-    return ValueError(message if message.startswith(flag) else f"{flag} {message}")
 
 
 def data_source(data_dir: str | None, config: str | None, dataset: str | None) -> str:
@@ -166,7 +115,7 @@ def load_exemplars(path: str) -> list[dict]:
     try:
         records = read_records(path)
     except ValueError as err:
-        raise _with_flag("--exemplars", path, err) from None
+        raise with_flag("--exemplars", err) from None
     if not records:
         raise ValueError(f"--exemplars {path}: no exemplars")
     exemplars = []

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from generation.documents import DEFAULT_NUM_DOCS
-from generation.io.outputs import check_distinct_outputs
+from generation.io.outputs import check_distinct_outputs, check_output_file
 from generation.io.resume import meta_path
 from generation.options import check_at_least, parse_argv
 
@@ -149,7 +149,7 @@ class AnswerArguments(DataArguments):
                 raise ValueError(f"--{name} is required")
         self.check_source()
         check_at_least(self, 1, "batch_size", "num_docs", "max_new_tokens", "max_concurrency")
-        check_output_path(self.output, "--output")
+        check_output_file(self.output, f"--output {self.output}")
         if self.evaluate:
             import shlex
 
@@ -167,7 +167,7 @@ class AnswerArguments(DataArguments):
                 raise ValueError(
                     "--export-json: a dry run writes the model inputs to --output only"
                 )
-            check_output_path(self.export_json, "--export-json")
+            check_output_file(self.export_json, f"--export-json {self.export_json}")
         check_distinct_outputs(
             {
                 "--output": self.output,
@@ -175,18 +175,6 @@ class AnswerArguments(DataArguments):
                 "--export-json": self.export_json,
             }
         )
-
-
-def check_output_path(path: str, flag: str) -> None:
-    """Raises ValueError when `path` is a folder or lies under a file (it could not be written)."""
-    target = Path(path)
-    if target.is_dir():
-        raise ValueError(f"{flag} {path}: is a folder; give a file path")
-    for parent in target.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(f"{flag} {path}: {parent} is a file, not a folder")
-            break
 
 
 DESCRIPTION = "Answer AmbigDocs questions with a model (paper Section 5, Figures 11-12)."

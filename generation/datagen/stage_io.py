@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from generation.io.outputs import hold_lock, refuse_unsafe_output, release_lock
+from generation.io.outputs import check_output_file, hold_lock, refuse_unsafe_output, release_lock
 from generation.io.records import _atomic_write, atomic_write_json, atomic_write_jsonl, read_records
 from generation.io.resume import chunks
 from metric.ambigdocs_metric.scoring import parse_string
@@ -42,15 +42,7 @@ def check_output(path: str | os.PathLike, option: str = "--output") -> None:
     """
     path = Path(path)
     refuse_unsafe_output(path, f"{option} {path}")
-    if path.is_dir():
-        raise ValueError(f"{option} {path}: is a folder; give a file name")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(f"{option} {path}: {parent} is a file, not a folder")
-            if not os.access(parent, os.W_OK | os.X_OK):
-                raise ValueError(f"{option} {path}: cannot write in the folder {parent}")
-            break
+    check_output_file(path, f"{option} {path}")
     hold_lock(path, f"{option} {path}")
 
 

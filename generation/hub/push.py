@@ -46,7 +46,6 @@ from generation.hub.layout import (
 )
 from generation.io.records import check_utf8
 from generation.options import option, run_command
-from metric.ambigdocs_metric.hub_errors import hub_unreachable
 
 REPO_TYPE = "dataset"
 # Files of a dataset repository that are not data (never counted as unexported data files).
@@ -345,31 +344,19 @@ def push_split(
         plan = functools.partial(
             _print_plan, dataset, repo_id, split, config, Path(tmp), revision, out
         )
-        try:
-            state = remote.read_repo_state(api, repo_id, REPO_TYPE, revision)
-            card_text = remote.read_text_file(api, repo_id, REPO_TYPE, state, "README.md")
-        except Exception as err:
-            if dry_run and hub_unreachable(err):
-                # Still show what was checked offline: the plan for a new repository.
-                plan(remote.RepoState(), None, offline=True)
-            raise
-        remote.check_pr_target(state, revision, create_pr)  # before printing or uploading
-        operations = plan(state, card_text, dry_run=dry_run)
-        if dry_run:
-            return None
-        info = remote.commit(
+        return remote.publish(
             api,
             repo_id,
             REPO_TYPE,
-            state,
-            operations,
+            plan,
             f"Add or replace split {config}/{split} ({len(dataset):,} rows)",
-            private=private,
+            dry_run=dry_run,
+            read_card=True,
             revision=revision,
             create_pr=create_pr,
+            out=out,
+            private=private,
         )
-    remote.report(info, out)
-    return info
 
 
 def _print_plan(

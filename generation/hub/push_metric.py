@@ -44,7 +44,6 @@ from ambigdocs import RELEASE_REPO_ID
 from generation.boundary import one_line
 from generation.hub import remote
 from generation.options import option, run_command
-from metric.ambigdocs_metric.hub_errors import hub_unreachable
 
 REPO_TYPE = "space"
 METRIC_DIR = Path(__file__).resolve().parents[2] / "metric" / "ambigdocs_metric"
@@ -236,26 +235,19 @@ def push_metric(
             from huggingface_hub import HfApi
 
             api = HfApi()
-        try:
-            state = remote.read_repo_state(api, repo_id, REPO_TYPE, None)
-        except Exception as err:
-            if dry_run and hub_unreachable(err):
-                _print_plan(repo_id, folder, files, remote.RepoState(), out, offline=True)
-            raise
-        operations = _print_plan(repo_id, folder, files, state, out, dry_run=dry_run)
-        if dry_run:
-            return None
-        info = remote.commit(
+        info = remote.publish(
             api,
             repo_id,
             REPO_TYPE,
-            state,
-            operations,
+            lambda state, _card, **how: _print_plan(repo_id, folder, files, state, out, **how),
             "Publish the AmbigDocs metric",
+            dry_run=dry_run,
+            out=out,
             private=private,
             space_sdk="gradio",
         )
-    remote.report(info, out)
+        if dry_run:
+            return None
     print(f'load it with: evaluate.load("{repo_id}")', file=out)
     return info
 

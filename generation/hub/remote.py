@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,69 @@ def commit(
         # A new repository has no parent to pin.
         parent_commit=state.sha if state.exists else None,
     )
+
+
+def publish(
+    api: Any,
+    repo_id: str,
+    repo_type: str,
+    plan: Callable[..., list],
+    message: str,
+    *,
+    dry_run: bool,
+    read_card: bool = False,
+    revision: str | None = None,
+    create_pr: bool = False,
+    out=None,
+    **commit_options: Any,
+):
+    """Reads the repository, prints the commit's plan and makes it (unless a dry run): the one
+    order of `push` and `push-metric`.
+
+    Args:
+        plan: `plan(state, card_text, dry_run=..., offline=...)` prints what would be committed
+            and returns the operations (`offline=True`: the plan for a new repository, printed
+            on a dry run when the Hub cannot be read).
+        read_card: read the repository's `README.md` for `plan` (else it gets None).
+        **commit_options: passed to `commit` (`private`, `space_sdk`); the other arguments are
+            as `commit` and `report` take them.
+
+    Returns:
+        The `CommitInfo`, or None on a dry run.
+
+    Raises:
+        ValueError: `create_pr` against a branch that does not exist (before the plan prints).
+        Exception: whatever the Hub client raises when the Hub cannot be reached or refuses.
+    """
+    from metric.ambigdocs_metric.hub_errors import hub_unreachable
+
+    try:
+        state = read_repo_state(api, repo_id, repo_type, revision)
+        card_text = (
+            read_text_file(api, repo_id, repo_type, state, "README.md") if read_card else None
+        )
+    except Exception as err:
+        if dry_run and hub_unreachable(err):
+            # Still show what was checked offline: the plan for a new repository.
+            plan(RepoState(), None, offline=True)
+        raise
+    check_pr_target(state, revision, create_pr)  # before printing or uploading
+    operations = plan(state, card_text, dry_run=dry_run)
+    if dry_run:
+        return None
+    info = commit(
+        api,
+        repo_id,
+        repo_type,
+        state,
+        operations,
+        message,
+        revision=revision,
+        create_pr=create_pr,
+        **commit_options,
+    )
+    report(info, out)
+    return info
 
 
 def check_pr_target(state: RepoState, revision: str | None, create_pr: bool) -> None:

@@ -167,6 +167,29 @@ def make_parent(path: str | os.PathLike) -> None:
         ) from None
 
 
+def check_output_file(path: str | os.PathLike, what: str) -> None:
+    """Checks, before any work, that a file can be written at `path`: not a folder, no file
+    where one of its folders should be, and the nearest existing folder writable.
+
+    Args:
+        path: the output file.
+        what: how messages name it (`--output out.jsonl`).
+
+    Raises:
+        ValueError: names `what` and what is in the way.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{what}: is a folder; give a file path")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{what}: {parent} is a file, not a folder")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise ValueError(f"{what}: cannot write in the folder {parent}")
+            break
+
+
 def refuse_unsafe_output(path: str | os.PathLike, what: str | None = None) -> None:
     """Refuses an output path that is a symbolic link (see the module docstring for why), or an
     existing device, pipe or socket: an atomic write would replace `/dev/null` or a FIFO with a

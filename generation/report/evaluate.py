@@ -28,6 +28,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from generation.io.data_sources import load_split_rows
 from generation.io.outputs import unique_names
 from generation.io.records import (
     atomic_write_binary,
@@ -57,7 +58,7 @@ from generation.report.outputs import (
     final_path,
     write_report_files,
 )
-from generation.report.predictions import join_predictions, load_dataset_rows, read_predictions
+from generation.report.predictions import join_predictions, read_predictions
 from generation.report.provenance import qa_model_record
 from metric.ambigdocs_metric.disambig_f1 import DEFAULT_QA_MODEL
 from metric.ambigdocs_metric.scoring import (
@@ -442,7 +443,7 @@ def load_inputs(args: EvaluateOptions) -> list[list[dict]]:
     records = [read_predictions(path) for path in args.paths]
     dataset = None
     if args.data_dir or args.config or args.dataset:
-        dataset = load_dataset_rows(
+        dataset = load_split_rows(
             data_dir=args.data_dir,
             config=args.config,
             dataset=args.dataset,

@@ -2,8 +2,9 @@
 
 The one home of the join that `ambigdocs evaluate` and notebooks use:
 
-    from generation.report.predictions import join_predictions, load_dataset_rows
-    rows = join_predictions("my_answers.jsonl", load_dataset_rows(config="sample"))
+    from generation.io.data_sources import load_split_rows
+    from generation.report.predictions import join_predictions
+    rows = join_predictions("my_answers.jsonl", load_split_rows(config="sample"))
 
 A prediction is a JSON array element or JSONL line with `qid` and the answer under one of
 `ANSWER_FIELDS` (or a field named by `answer_field`), optionally `docs`, the documents shown (for
@@ -17,7 +18,6 @@ The joined rows are what a full-row file would hold, so the scores are the same 
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -253,68 +253,3 @@ def index_by_qid(records: Sequence[Mapping], name: str, purpose: str) -> dict[st
     if not out:
         raise ValueError(f"{name}: no rows; {purpose} needs some")
     return out
-
-
-def load_dataset_rows(
-    *,
-    data_dir: str | os.PathLike | None = None,
-    config: str | None = None,
-    dataset: str | os.PathLike | None = None,
-    split: str = "test",
-) -> list[dict]:
-    """The rows of one split of the data set that predictions answer.
-
-    Args:
-        data_dir: a folder of the release's raw files (`test.json`, ...), read by the builder.
-        config: a builder config: `sample` (the bundled examples, offline) or `default` (the
-            release, downloaded).
-        dataset: a Hub dataset id, an `ambigdocs export` folder, or any folder that
-            `datasets.load_dataset` reads.
-        split: the split.
-
-    Returns:
-        The rows as dicts. Exactly one of `data_dir`, `config` and `dataset` is given.
-
-    Raises:
-        ValueError: none or several sources, an unknown split, a malformed row.
-        OSError: the source cannot be read (a Hub that cannot be reached ends in seconds).
-    """
-    given = [n for n, v in (("data_dir", data_dir), ("config", config), ("dataset", dataset)) if v]
-    if len(given) != 1:
-        raise ValueError("give one data set: --data-dir DIR, --config NAME or --dataset ID")
-    from metric.ambigdocs_metric.hub_errors import fail_fast_without_network
-
-    fail_fast_without_network()  # a Hub id (or the release) without a network: seconds
-    with _quiet_datasets():
-        if dataset is None:
-            import ambigdocs
-
-            split_rows = ambigdocs.load_ambigdocs(
-                split, config=config or "default", data_dir=data_dir
-            )
-        else:
-            import datasets
-
-            try:
-                split_rows = datasets.load_dataset(str(dataset), split=split)
-            except ValueError as err:
-                raise ValueError(f"--dataset {dataset}: {err}") from None
-    return split_rows.to_list()
-
-
-@contextlib.contextmanager
-def _quiet_datasets():
-    """No progress bars or notes of datasets' while a split loads: the command's own lines
-    are what the user reads (errors still come through)."""
-    import datasets
-
-    bars = datasets.is_progress_bar_enabled()
-    level = datasets.logging.get_verbosity()
-    datasets.disable_progress_bars()
-    datasets.logging.set_verbosity_error()
-    try:
-        yield
-    finally:
-        datasets.logging.set_verbosity(level)
-        if bars:
-            datasets.enable_progress_bars()
