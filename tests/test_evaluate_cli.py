@@ -423,3 +423,15 @@ def test_help_names_the_data_set_options_and_exits_0(capsys):
     for flag in ("--data-dir", "--config", "--dataset", "--subset", "--answer-field", "--name"):
         assert flag in out
     assert "95% intervals" in out
+
+
+def test_names_are_one_printable_line_each():
+    from pathlib import Path
+
+    from generation.report.evaluate import system_names
+
+    # A stem with a line break is folded (it would split the table's header); a --name with
+    # one is refused rather than changed behind the user's back.
+    assert system_names([Path("a\nb.json"), Path("c\td.jsonl")]) == ["a b", "c d"]
+    with pytest.raises(ValueError, match=r"--name 'x\\ny': a name must be one line"):
+        system_names([Path("a.json")], ["x\ny"])

@@ -352,7 +352,7 @@ def system_names(paths: list[Path], given: list[str] | None = None) -> list[str]
 
     Raises:
         ValueError: --name given a number of times other than the number of files, or twice
-            the same name, or an empty one.
+            the same name, an empty one, or one with a line break or control character.
     """
     if given:
         if len(given) != len(paths):
@@ -362,11 +362,22 @@ def system_names(paths: list[Path], given: list[str] | None = None) -> list[str]
             )
         if any(not n.strip() for n in given):
             raise ValueError("--name must not be empty")
+        broken = next((n for n in given if not n.isprintable()), None)
+        if broken is not None:  # a line break would split the printed table's header
+            raise ValueError(f"--name {broken!r}: a name must be one line of printable text")
         repeated = [n for n, c in Counter(given).items() if c > 1]
         if repeated:
             raise ValueError(f"--name {repeated[0]!r} names two files: give each its own")
         return list(given)
-    parts = [(*p.parent.parts, p.name.removesuffix(".jsonl").removesuffix(".json")) for p in paths]
+    # A stem's line breaks and other control characters are folded to spaces: names are
+    # printed in tables one line each.
+    parts = [
+        tuple(
+            _printable(x)
+            for x in (*p.parent.parts, p.name.removesuffix(".jsonl").removesuffix(".json"))
+        )
+        for p in paths
+    ]
     distinct = list(dict.fromkeys(parts))  # the same file twice is told apart by a number
     names = ["/".join(p[-1:]) for p in distinct]
     for depth in range(2, max(map(len, distinct)) + 1):
@@ -383,6 +394,10 @@ def system_names(paths: list[Path], given: list[str] | None = None) -> list[str]
         seen[name] += 1
         out.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
     return out
+
+
+def _printable(text: str) -> str:
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split()) or "_"
 
 
 def folder_names(names: list[str]) -> list[str]:
