@@ -22,7 +22,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "build": ("mwxml", "mwparserfromhell", "wikipediaapi"),
     "distill": ("torch", "transformers", "trl", "peft", "bitsandbytes"),
     "lm-eval": ("lm_eval",),
-    "train": ("trl", "torch", "transformers"),
+    "train": ("trl", "torch", "transformers", "peft"),  # peft: the recipes' LoRA
 }
 
 

@@ -67,12 +67,33 @@ def test_contexts_per_batch_give_what_contexts_at_compute_give(metric, inputs):
     assert without == metric.compute(predictions=predictions, references=references)
 
 
-def test_contexts_for_some_batches_only_or_twice_are_refused(metric, inputs):
+def test_examples_without_contexts_are_left_out_of_k_precision_only(metric, inputs):
+    # As `ambigdocs evaluate` does for rows without `docs`: K-Precision is the mean over the
+    # examples that have their shown documents, and `k_precision_n` says how many.
     predictions, references, contexts = inputs
     metric.add_batch(predictions=predictions[:2], references=references[:2], contexts=contexts[:2])
     metric.add_batch(predictions=predictions[2:4], references=references[2:4])
-    with pytest.raises(ValueError, match=r"contexts were given for 2 of 4 examples \(example 2"):
-        metric.compute()
+    batched = metric.compute()
+    given = metric.compute(
+        predictions=predictions[:4], references=references[:4], contexts=[*contexts[:2], None, None]
+    )
+    alone = metric.compute(
+        predictions=predictions[:2], references=references[:2], contexts=contexts[:2]
+    )
+    assert batched == given
+    assert given["k_precision"] == alone["k_precision"] and given["k_precision_n"] == 2
+    assert given["answer_recall"] != alone["answer_recall"] or predictions[:2] == predictions[2:4]
+    each = metric.compute(
+        predictions=predictions[:4],
+        references=references[:4],
+        contexts=[*contexts[:2], None, None],
+        use_aggregator=False,
+    )
+    assert each["k_precision"][2:] == [None, None] and None not in each["k_precision"][:2]
+
+
+def test_contexts_twice_or_of_the_wrong_length_are_refused(metric, inputs):
+    predictions, references, contexts = inputs
     metric.add_batch(predictions=predictions[:2], references=references[:2], contexts=contexts[:2])
     with pytest.raises(ValueError, match="both to add_batch/add and to compute"):
         metric.compute(contexts=contexts[:2])

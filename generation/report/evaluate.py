@@ -83,7 +83,7 @@ def load_results(path: str | Path) -> list[dict]:
 
 def _contexts(rows: list[dict]) -> list | None:
     """The shown documents per row (None for a row without them), or None when no row has any.
-    K-Precision is scored on the rows that have them (`k_precision_summary`)."""
+    K-Precision is scored on the rows that have them (`scoring.aggregate`)."""
     docs = [row.get("docs") for row in rows]
     return docs if any(d is not None for d in docs) else None
 
@@ -167,22 +167,9 @@ def evaluate_rows(
         }
         for i, (row, s) in enumerate(zip(rows, scores, strict=True))
     ]
-    summary = aggregate(scores)
-    summary.update(k_precision_summary(records))
+    summary = aggregate(scores)  # K-Precision over the rows with `docs`, and how many
     summary["n"] = len(rows)
     return records, summary
-
-
-def k_precision_summary(records: list[dict]) -> dict:
-    """K-Precision over the rows that have their shown documents, and how many those are.
-
-    A file where some rows lack `docs` keeps K-Precision (its mean over the others) rather than
-    losing it for every row; `k_precision_n` and a note say on how many rows it rests.
-    """
-    values = [r["k_precision"] for r in records if r["k_precision"] is not None]
-    if not values:
-        return {}
-    return {"k_precision": sum(values) / len(values), "k_precision_n": len(values)}
 
 
 def summary_notes(summary: dict, bootstrap: int) -> list[str]:

@@ -52,12 +52,14 @@ Args:
 Returns:
     A flat dict of means over examples: `answer_recall`, `entity_recall`, `entity_answer_recall`,
     `answer_length` (words), the category fractions `complete`, `partial`, `ambiguous`, `merged`,
-    `no_answer`, and `k_precision` / `disambig_f1` when computed. A confidently wrong answer
-    (no gold answer found) is `no_answer`, the authors' rule.
+    `no_answer`, and `k_precision` / `disambig_f1` when computed. K-Precision is the mean over
+    the examples whose shown documents were given (a None in `contexts`: none), with
+    `k_precision_n` their number (a count, not a mean). A confidently wrong answer (no gold answer found) is
+    `no_answer`, the authors' rule.
     With `use_aggregator=False`, the same keys each hold one value per example (a category key
     1.0 or 0.0), plus `category` (the name per example); None marks an example left out of a
-    mean (no scored gold document, or no Disambig-F1 span to compare). The mean of the values
-    that are not None is the aggregate.
+    mean (no scored gold document, no shown documents, or no Disambig-F1 span to compare). The
+    mean of the values that are not None is the aggregate.
 Examples:
     >>> import evaluate
     >>> import ambigdocs
@@ -318,7 +320,7 @@ def per_example(scores) -> dict[str, list]:
     for c in CATEGORIES:
         out[c] = [float(s.category == c) if s.category else None for s in scores]
     out["category"] = [s.category for s in scores]
-    if scores and all(s.k_precision is not None for s in scores):
+    if any(s.k_precision is not None for s in scores):  # None where no documents were given
         out["k_precision"] = [s.k_precision for s in scores]
     return out
 
@@ -326,8 +328,11 @@ def per_example(scores) -> dict[str, list]:
 def _stored_or_given_contexts(references, given):
     """The shown documents: those given to `compute`, or those stored by `add_batch`.
 
+    Examples stored without them have none (None): K-Precision leaves them out and
+    `k_precision_n` counts the others, as with a None in `compute(contexts=...)`.
+
     Raises:
-        ValueError: both were given, or only some batches had them.
+        ValueError: both were given.
     """
     stored = [r["contexts"] if r.get("has_contexts") else None for r in references]
     with_shown = [i for i, c in enumerate(stored) if c is not None]
@@ -337,15 +342,7 @@ def _stored_or_given_contexts(references, given):
                 "contexts were given both to add_batch/add and to compute: give them once"
             )
         return given
-    if not with_shown:
-        return None
-    if len(with_shown) < len(stored):
-        missing = next(i for i, c in enumerate(stored) if c is None)
-        raise ValueError(
-            f"contexts were given for {len(with_shown)} of {len(stored)} examples (example "
-            f"{missing} has none): give them with every add_batch/add call, or with none"
-        )
-    return stored
+    return stored if with_shown else None
 
 
 __all__ = [

@@ -765,9 +765,10 @@ def _mean(values: Sequence[float]) -> float:
 def aggregate(scores: Sequence[ExampleScores]) -> dict[str, float]:
     """Means over examples and the category distribution (fractions), as one flat dict.
 
-    `k_precision` appears when every example had its shown documents; examples without a scored
-    gold document (score_documents='shown' only) are left out of the means and counted in
-    `n_unscored`.
+    `k_precision` is the mean over the examples that had their shown documents, and
+    `k_precision_n` how many those are (both absent when none had them): an example without
+    them does not remove the score of the others. Examples without a scored gold document
+    (score_documents='shown' only) are left out of the means and counted in `n_unscored`.
     """
     scored = [s for s in scores if s.n_scored]
     out: dict[str, float] = {
@@ -779,8 +780,10 @@ def aggregate(scores: Sequence[ExampleScores]) -> dict[str, float]:
     counts = Counter(s.category for s in scored)
     for c in CATEGORIES:
         out[c] = counts[c] / len(scored) if scored else 0.0
-    if scores and all(s.k_precision is not None for s in scores):
-        out["k_precision"] = _mean([s.k_precision for s in scores])
+    shown = [s.k_precision for s in scores if s.k_precision is not None]
+    if shown:
+        out["k_precision"] = _mean(shown)
+        out["k_precision_n"] = len(shown)
     if len(scored) < len(scores):
         out["n_unscored"] = len(scores) - len(scored)
     return out
