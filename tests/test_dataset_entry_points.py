@@ -19,6 +19,7 @@ import datasets
 import pytest
 from test_builder import expected_row, make_row, write_json
 from test_hub_push import FakeHub
+from unreachable_hub import unreachable_hub_env
 
 import ambigdocs
 from ambigdocs import FEATURES, ReleaseDownloadError, load_ambigdocs
@@ -176,20 +177,12 @@ def test_release_download_failure_is_one_exception_offline(tmp_path):
     assert "\n" not in message
 
 
-def _online_env(tmp_path) -> dict:
-    """The test environment without the offline switches, the Hub on a closed loopback port."""
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE")}
-    env.update(HF_ENDPOINT="http://127.0.0.1:9", HF_HOME=str(tmp_path / "hf"))
-    env.pop("HF_DATASETS_CACHE", None)
-    return env
-
-
 def test_release_download_failure_is_one_exception_without_network(repo_root, tmp_path):
     code = "from ambigdocs import load_ambigdocs\nload_ambigdocs()\n"
     run = subprocess.run(
         [sys.executable, "-c", code],
         cwd=repo_root,
-        env=_online_env(tmp_path),
+        env=unreachable_hub_env(tmp_path),
         capture_output=True,
         text=True,
         timeout=300,
@@ -212,7 +205,7 @@ def test_release_urls_follow_hf_endpoint(repo_root, tmp_path):
     run = subprocess.run(
         [sys.executable, "-c", code],
         cwd=repo_root,
-        env=_online_env(tmp_path),
+        env=unreachable_hub_env(tmp_path),
         capture_output=True,
         text=True,
         timeout=300,

@@ -7,24 +7,22 @@ Checks that need no Hub (names, rows, the card) come first, before any network c
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
 
 import pytest
 from test_builder import make_row, write_json
+from unreachable_hub import CLOSED_ENDPOINT, unreachable_hub_env
 
 from generation import cli
 from generation.hub import push, push_metric
 
-UNREACHABLE = "http://127.0.0.1:9"
+UNREACHABLE = CLOSED_ENDPOINT
 
 
 def _env(tmp_path, offline: bool) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE")}
-    env.pop("HF_DATASETS_CACHE", None)
-    env.update(HF_ENDPOINT=UNREACHABLE, HF_HOME=str(tmp_path / "hf"), HF_TOKEN="hf_not_a_real_one")
+    env = unreachable_hub_env(tmp_path, HF_TOKEN="hf_not_a_real_one")
     if offline:
         env["HF_HUB_OFFLINE"] = "1"
     return env

@@ -10,12 +10,12 @@ the retries leave behind.
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
 
 import pytest
+from unreachable_hub import unreachable_hub_env
 
 
 @pytest.fixture(scope="module")
@@ -27,18 +27,11 @@ def closed_endpoint():
     return f"http://127.0.0.1:{port}"
 
 
-def _env(tmp_path, endpoint) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE")}
-    env.pop("HF_DATASETS_CACHE", None)
-    env.update(HF_ENDPOINT=endpoint, HF_HOME=str(tmp_path / "hf"))
-    return env
-
-
 def _run(args, tmp_path, endpoint, repo_root):
     return subprocess.run(
         [sys.executable, *args],
         cwd=repo_root,
-        env=_env(tmp_path, endpoint),
+        env=unreachable_hub_env(tmp_path, endpoint),
         capture_output=True,
         text=True,
         timeout=300,
