@@ -58,7 +58,6 @@ Questions are processed in chunks of `--chunk-size`; every finished chunk is sav
 
 from __future__ import annotations
 
-import functools
 import math
 import sys
 from collections import Counter
@@ -81,7 +80,6 @@ from generation.datagen.filter import (
     too_many_sentences,
 )
 from generation.datagen.model_options import (
-    SETTINGS_ADDED_LATER,
     ModelOptions,
     check_model_loadable,
     has_chat_template,
@@ -90,15 +88,15 @@ from generation.datagen.model_options import (
 )
 from generation.datagen.stage_io import (
     check_output,
+    chunked_work,
     keyed_rows,
     read_stage,
-    save_in_chunks,
+    stage_main,
     write_stage,
 )
 from generation.io.passages import collect_passages
 from generation.io.records import atomic_write_jsonl, read_records
-from generation.io.resume import finish_work, open_work
-from generation.options import check_at_least, option, run_command
+from generation.options import check_at_least, option
 from generation.prompts import render_expansion_prompt
 from metric.ambigdocs_metric.scoring import parse_documents
 
@@ -385,35 +383,19 @@ def expand_answers(
         "entailment": checker is not None,
         **dict(settings or {}),
     }
-    progress = open_work(
-        output_path,
-        lambda r: r["surface_name"],
-        run_settings,
-        overwrite=overwrite,
-        defaults=SETTINGS_ADDED_LATER,
-        inputs=[input_path, passages, disambiguation],
-    )
-    todo = [r for r in ok if r["surface_name"] not in progress.done]
-    if todo:
-        entity_passages = _needed_passages(
+
+    def expander(todo: list[dict]):
+        found = _needed_passages(
             todo, mapping, passages, max_passages, drop_last_passage, show_progress
         )
-        expand_batch = functools.partial(
-            expand_rows,
-            page_entities=mapping,
-            passages=entity_passages,
-            backend=backend,
-            checker=checker,
-            **rule,
-        )
-        save_in_chunks(progress, todo, chunk_size, expand_batch, "expand", show_progress)
-    by_key = {r["surface_name"]: r for r in progress.records}
-    out = [by_key[r["surface_name"]] for r in ok]
-    stats = _stats(rows, out)
-    stats["entailment"] = "skipped" if checker is None else "checked"
-    saved = write_stage(output_path, out, stats, stage="expand")
-    finish_work(output_path, progress)
-    return saved
+        return lambda batch: expand_rows(batch, mapping, found, backend, checker, **rule)
+
+    work = dict(chunk_size=chunk_size, overwrite=overwrite, show_progress=show_progress)
+    inputs = [input_path, passages, disambiguation]
+    with chunked_work(output_path, ok, expander, run_settings, inputs, "expand", **work) as out:
+        stats = _stats(rows, out)
+        stats["entailment"] = "skipped" if checker is None else "checked"
+        return write_stage(output_path, out, stats, stage="expand")
 
 
 def _read_inputs(input_path: str, disambiguation: str) -> tuple[list[dict], dict]:
@@ -630,7 +612,7 @@ def main(argv: list[str] | None = None) -> int:
     description = (
         "Answer set expansion over the page's other entities (docs/pipeline.md section 4)."
     )
-    return run_command("ambigdocs build expand", description, OPTIONS, run, argv)
+    return stage_main("expand", description, argv, __name__)
 
 
 if __name__ == "__main__":

@@ -58,14 +58,15 @@ from generation.datagen.entailment import (
 )
 from generation.datagen.stage_io import (
     check_output,
+    chunked_work,
     keyed_rows,
     read_stage,
-    save_in_chunks,
+    stage_main,
     status_counts,
     write_stage,
 )
-from generation.io.resume import discard_work, finish_work, open_work
-from generation.options import check_at_least, option, run_command
+from generation.io.resume import discard_work
+from generation.options import check_at_least, option
 from generation.prompts import strip_disambiguation
 
 STATUSES = ("ok", "not_formatted", "not_ambiguous", "not_entailed")
@@ -230,76 +231,47 @@ def filter_questions(
         status, reason = classify_without_entailment(row, suffix_rule)
         out.append({**row, "status": status, "filter_reason": reason, "entailment": None})
     pending = [r for r in out if r["status"] == "ok"]
-    if checker is not None and pending:
-        _entailment_filter(
-            pending,
-            input_path,
-            output_path,
-            checker,
-            chunk_size,
-            overwrite,
-            {**dict(settings or {}), "suffix_rule": suffix_rule},
-            show_progress,
-        )
-    else:
+    if checker is None or not pending:
         # Nothing to check: an interrupted run's work file has no use (and would make `build
         # all` think this stage unfinished).
         discard_work(output_path)
+        return _write(output_path, out, checker)
+
+    def check(batch: list[dict]) -> list[dict]:
+        items = [item for row in batch for item in entailment_items(row, suffix_rule)]
+        results = checker.check(items)
+        if len(results) != len(items):
+            raise ValueError(f"entailment checker returned {len(results)} results for {len(items)}")
+        return [
+            {
+                "surface_name": row["surface_name"],
+                "entailment": [
+                    {"statement": r.statement, "entailed": r.entailed, "too_long": r.too_long}
+                    for r in results[2 * k : 2 * k + 2]
+                ],
+            }
+            for k, row in enumerate(batch)
+        ]
+
+    settings = {**dict(settings or {}), "suffix_rule": suffix_rule}
+    work = dict(chunk_size=chunk_size, overwrite=overwrite, show_progress=show_progress)
+    with chunked_work(
+        output_path, pending, lambda _: check, settings, [input_path], "entailment", **work
+    ) as done:
+        for row, record in zip(pending, done, strict=True):
+            row["entailment"] = record["entailment"]
+            if not all(e["entailed"] for e in row["entailment"]):
+                row["status"] = "not_entailed"
+                too_long = any(e["too_long"] for e in row["entailment"])
+                row["filter_reason"] = "nli_input_too_long" if too_long else "not_entailed"
+        return _write(output_path, out, checker)
+
+
+def _write(output_path: str, out: list[dict], checker: EntailmentChecker | None) -> dict:
     stats = status_counts(out)
     stats["reasons"] = dict(Counter(r["filter_reason"] for r in out if r["filter_reason"]))
     stats["entailment"] = "skipped" if checker is None else "checked"
     return write_stage(output_path, out, stats, stage="filter")
-
-
-def _entailment_filter(
-    pending: list[dict],
-    input_path: str,
-    output_path: str,
-    checker: EntailmentChecker,
-    chunk_size: int,
-    overwrite: bool,
-    settings: Mapping | None,
-    show_progress: bool,
-) -> None:
-    """Runs the third filter over `pending` (updated in place), saving each finished chunk."""
-    progress = open_work(
-        output_path,
-        lambda r: r["surface_name"],
-        dict(settings or {}),
-        overwrite=overwrite,
-        inputs=[input_path],
-    )
-    rule = (settings or {}).get("suffix_rule", "exact")
-
-    def check(batch: list[dict]) -> list[dict]:
-        items = [item for row in batch for item in entailment_items(row, rule)]
-        results = checker.check(items)
-        if len(results) != len(items):
-            raise ValueError(f"entailment checker returned {len(results)} results for {len(items)}")
-        records = []
-        for k, row in enumerate(batch):
-            pair = results[2 * k : 2 * k + 2]
-            records.append(
-                {
-                    "surface_name": row["surface_name"],
-                    "entailment": [
-                        {"statement": r.statement, "entailed": r.entailed, "too_long": r.too_long}
-                        for r in pair
-                    ],
-                }
-            )
-        return records
-
-    todo = [r for r in pending if r["surface_name"] not in progress.done]
-    save_in_chunks(progress, todo, chunk_size, check, "entailment", show_progress)
-    done = {r["surface_name"]: r["entailment"] for r in progress.records}
-    for row in pending:
-        row["entailment"] = done[row["surface_name"]]
-        if not all(e["entailed"] for e in row["entailment"]):
-            row["status"] = "not_entailed"
-            too_long = any(e["too_long"] for e in row["entailment"])
-            row["filter_reason"] = "nli_input_too_long" if too_long else "not_entailed"
-    finish_work(output_path, progress)
 
 
 @dataclass(kw_only=True)
@@ -398,7 +370,7 @@ OPTIONS = (FilterOptions, EntailmentOptions)
 
 def main(argv: list[str] | None = None) -> int:
     description = "not formatted / not ambiguous / not entailed (docs/pipeline.md section 3)."
-    return run_command("ambigdocs build filter", description, OPTIONS, run, argv)
+    return stage_main("filter", description, argv, __name__)
 
 
 if __name__ == "__main__":

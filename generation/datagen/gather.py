@@ -60,7 +60,7 @@ import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -72,10 +72,10 @@ from generation.datagen.gather_rules import (
     normalize_title,
     opens_a_line,
 )
-from generation.datagen.stage_io import check_output, format_stats, stats_path
+from generation.datagen.stage_io import check_output, format_stats, stage_main, stats_path
 from generation.extras import require
 from generation.io.records import atomic_write_json
-from generation.options import option, run_command
+from generation.options import option
 
 # The disambiguation templates of the English Wikipedia (Category:Disambiguation message boxes)
 # and their common redirects, lower-cased, spaces for underscores.
@@ -492,9 +492,7 @@ OPTIONS = (GatherOptions,)
 
 def main(argv: list[str] | None = None) -> int:
     description = "Build the disambiguation map {page: [entity titles]} (docs/pipeline.md §1)."
-    return run_command(
-        "ambigdocs build gather", description, OPTIONS, lambda o: run(**asdict(o)), argv
-    )
+    return stage_main("gather", description, argv, __name__)
 
 
 if __name__ == "__main__":

@@ -177,10 +177,6 @@ def check_model_loadable(model: ModelOptions) -> None:
         _tokenizer_has_chat_template(model)
 
 
-# Settings added to the model stages' work files later, and what the toolkit did before them.
-SETTINGS_ADDED_LATER = {"backend_options": {}, "decoding": "greedy"}
-
-
 def model_settings(model: ModelOptions) -> dict:
     """The model options that decide a stage's outputs (checked when a run resumes)."""
     return {

@@ -57,7 +57,7 @@ from pathlib import Path
 from generation import secrets
 from generation.boundary import guard, one_line
 from generation.datagen import STAGES
-from generation.datagen.stage_io import stats_path
+from generation.datagen.stage_io import call_stage, stats_path
 from generation.io.records import atomic_write_json, check_utf8
 from generation.io.resume import normalise, partial_path
 from generation.options import option as _option
@@ -278,13 +278,8 @@ class _StagePlan:
             dataclasses.replace(o, overwrite=True) if overwrite and hasattr(o, "overwrite") else o
             for o in self.options
         ]
-        # A stage with one option dataclass takes its fields, one with several takes them.
-        if len(options) == 1:
-            call = lambda: self.module.run(**asdict(options[0]))  # noqa: E731
-        else:
-            call = lambda: self.module.run(*options)  # noqa: E731
         # The stage's own name in its error line; a failed stage stops the chain.
-        return guard(f"ambigdocs build {self.name}", call)
+        return guard(f"ambigdocs build {self.name}", lambda: call_stage(self.module.run, options))
 
 
 def _stage_options(name: str, options: Mapping[str, object], where: str) -> tuple:

@@ -63,7 +63,6 @@ from typing import Literal
 from generation.backends.base import Backend, LazyBackend
 from generation.backends.openai import decoding_options, resolve_decoding
 from generation.datagen.model_options import (
-    SETTINGS_ADDED_LATER,
     ModelOptions,
     check_model_loadable,
     has_chat_template,
@@ -72,14 +71,14 @@ from generation.datagen.model_options import (
 )
 from generation.datagen.stage_io import (
     check_output,
+    chunked_work,
     keyed_rows,
     read_stage,
-    save_in_chunks,
+    stage_main,
     write_stage,
 )
 from generation.io.records import atomic_write_jsonl, read_records
-from generation.io.resume import finish_work, open_work
-from generation.options import check_at_least, option, run_command
+from generation.options import check_at_least, option
 from generation.prompts import render_question_prompt
 from metric.ambigdocs_metric.scoring import parse_documents
 
@@ -235,14 +234,6 @@ def generate_questions(
         "parse_rule": rule,
         **dict(settings or {}),
     }
-    progress = open_work(
-        output_path,
-        lambda r: r["surface_name"],
-        run_settings,
-        overwrite=overwrite,
-        defaults=SETTINGS_ADDED_LATER,
-        inputs=[input_path],
-    )
 
     def ask(batch: list[dict]) -> list[dict]:
         prompts = [
@@ -254,15 +245,13 @@ def generate_questions(
         generations = backend.generate(prompts, max_new_tokens=max_new_tokens)
         return [_with_question(r, g.text, rule) for r, g in zip(batch, generations, strict=True)]
 
-    todo = [r for r in rows if r["surface_name"] not in progress.done]
-    save_in_chunks(progress, todo, chunk_size, ask, "questions", show_progress)
-    by_key = {r["surface_name"]: r for r in progress.records}
-    out = [by_key[r["surface_name"]] for r in rows]
-    parsed = sum(r["question"] is not None for r in out)
-    stats = {"total": len(out), "parsed": parsed, "unparsed": len(out) - parsed}
-    saved = write_stage(output_path, out, stats, stage="questions")
-    finish_work(output_path, progress)
-    return saved
+    work = dict(chunk_size=chunk_size, overwrite=overwrite, show_progress=show_progress)
+    with chunked_work(
+        output_path, rows, lambda _: ask, run_settings, [input_path], "questions", **work
+    ) as out:
+        parsed = sum(r["question"] is not None for r in out)
+        stats = {"total": len(out), "parsed": parsed, "unparsed": len(out) - parsed}
+        return write_stage(output_path, out, stats, stage="questions")
 
 
 def _check_format(prompt_format: str, exemplars: Sequence[Mapping] | None) -> None:
@@ -450,7 +439,7 @@ OPTIONS = (QuestionsOptions, ModelOptions)
 
 def main(argv: list[str] | None = None) -> int:
     description = "A question and two answers per seed pair (docs/pipeline.md section 3)."
-    return run_command("ambigdocs build questions", description, OPTIONS, run, argv)
+    return stage_main("questions", description, argv, __name__)
 
 
 if __name__ == "__main__":

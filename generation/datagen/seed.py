@@ -48,17 +48,17 @@ import random
 import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Literal
 
 from generation.datagen import overlap as ov
-from generation.datagen.stage_io import check_output, write_stage
+from generation.datagen.stage_io import check_output, stage_main, write_stage
 from generation.io.passages import collect_passages
 from generation.io.records import gc_paused, read_json
 from generation.io.resume import discard_work, open_work
-from generation.options import check_at_least, option, run_command
+from generation.options import check_at_least, option
 
 TIE_BREAKS = ("first", "random")
 METHODS = ("fast", "dp")
@@ -447,9 +447,7 @@ OPTIONS = (SeedOptions,)
 
 def main(argv: list[str] | None = None) -> int:
     description = "Select one seed document pair per disambiguation page (docs/pipeline.md §2)."
-    return run_command(
-        "ambigdocs build seed", description, OPTIONS, lambda o: run(**asdict(o)), argv
-    )
+    return stage_main("seed", description, argv, __name__)
 
 
 if __name__ == "__main__":

@@ -41,14 +41,14 @@ import os
 import random
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from ambigdocs import RAW_FILE_NAMES
-from generation.datagen.stage_io import format_stats, read_stage, stats_path
+from generation.datagen.stage_io import format_stats, read_stage, stage_main, stats_path
 from generation.io.outputs import check_replaceable, output_lock, replace_folder
 from generation.io.records import atomic_write_json
-from generation.options import option, run_command
+from generation.options import option
 from generation.prompts import strip_disambiguation
 from metric.ambigdocs_metric.scoring import parse_row, parse_string
 
@@ -283,9 +283,7 @@ OPTIONS = (SplitOptions,)
 
 def main(argv: list[str] | None = None) -> int:
     description = "Split examples 60/10/30 with no passage shared between splits (§5)."
-    return run_command(
-        "ambigdocs build split", description, OPTIONS, lambda o: run(**asdict(o)), argv
-    )
+    return stage_main("split", description, argv, __name__)
 
 
 if __name__ == "__main__":

@@ -8,13 +8,18 @@ output atomically (temporary file, then rename) and saves the stage's counts nex
 from __future__ import annotations
 
 import os
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from generation.io.outputs import check_output_file, hold_lock, refuse_unsafe_output, release_lock
 from generation.io.records import _atomic_write, atomic_write_json, atomic_write_jsonl, read_records
-from generation.io.resume import chunks
+from generation.io.resume import chunks, finish_work, open_work
+from generation.options import run_command
 from metric.ambigdocs_metric.scoring import parse_string
 
 
@@ -46,23 +51,63 @@ def check_output(path: str | os.PathLike, option: str = "--output") -> None:
     hold_lock(path, f"{option} {path}")
 
 
-def save_in_chunks(
-    work_file, todo: list, chunk_size: int, work: Callable, desc: str, show_progress: bool
-) -> None:
-    """Runs `work` (rows -> output records) over consecutive chunks of `todo`, appending each
-    finished chunk's records to `work_file` (`generation.io.resume.open_work`'s), so that an
-    interrupted run keeps every finished chunk; `desc` labels the tqdm bar of `show_progress`.
+# Settings added to the model stages' work files later, and what the toolkit did before them.
+SETTINGS_ADDED_LATER = {"backend_options": {}, "decoding": "greedy"}
+
+
+@contextmanager
+def chunked_work(
+    output: str | os.PathLike,
+    rows: Sequence[Mapping],
+    work_for: Callable[[list], Callable[[list], list[dict]]],
+    settings: Mapping,
+    inputs: Sequence[str | os.PathLike],
+    desc: str,
+    *,
+    chunk_size: int,
+    overwrite: bool,
+    show_progress: bool,
+) -> Iterator[list[dict]]:
+    """The resumable part of a model stage: yields each row's output record, in `rows` order.
+
+    `work_for(todo)`, called only when an interrupted run left rows to do, gives the function
+    (rows -> records keyed by `surface_name`) run over consecutive chunks of `chunk_size`; every
+    finished chunk is appended to the work file (`generation.io.resume.open_work`, resumed only
+    with the same `settings` and unchanged `inputs`), which is deleted when the `with` block
+    (that writes the output) ends without error. `desc` labels the tqdm bar of `show_progress`.
 
     Raises:
         ValueError: chunk_size < 1 while there is work to do.
+        ResumeRefused: the work file was made with other settings or inputs.
     """
+    defaults = SETTINGS_ADDED_LATER  # only the settings this run records are filled in
+    key = lambda r: r["surface_name"]  # noqa: E731
+    work = open_work(output, key, settings, overwrite=overwrite, inputs=inputs, defaults=defaults)
+    todo = [r for r in rows if r["surface_name"] not in work.done]
+    run = work_for(todo) if todo else None
     batches = chunks(todo, chunk_size) if todo else []
     if show_progress:
         from tqdm.auto import tqdm
 
         batches = tqdm(batches, desc=desc, unit="chunk")
     for batch in batches:
-        work_file.append(work(batch))
+        work.append(run(batch))
+    by_key = {r["surface_name"]: r for r in work.records}
+    yield [by_key[r["surface_name"]] for r in rows]
+    finish_work(output, work)
+
+
+def call_stage(run: Callable, options: Sequence) -> Any:
+    """Calls a stage's `run`: with the fields of its one option dataclass, or with several."""
+    return run(**asdict(options[0])) if len(options) == 1 else run(*options)
+
+
+def stage_main(name: str, description: str, argv: Sequence[str] | None, module: str) -> int:
+    """`main` of the build stage `name` defined in `module` (its `__name__`, `__main__` too):
+    parses `argv` into the module's `OPTIONS` and runs its `run`, inside the error boundary."""
+    stage = sys.modules[module]
+    call = lambda *options: call_stage(stage.run, options)  # noqa: E731
+    return run_command(f"ambigdocs build {name}", description, stage.OPTIONS, call, argv)
 
 
 def stats_path(path: str | os.PathLike) -> Path:
