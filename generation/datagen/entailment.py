@@ -1,18 +1,8 @@
-"""The entailment check of the data pipeline (docs/pipeline.md sections 3 and 4, paper B.2 and 3.3).
+"""The entailment check of the data pipeline (docs/pipeline.md §3.3, paper B.2 and 3.3).
 
-An answer `a` found in passage `d` (title `t`) for the question `q_sn` is kept when:
-
-1. `q_DE` = `q_sn` with the surface name replaced by the entity title `t`;
-2. a question converter (`domenicrosati/question_converter-3b`, a T5) turns `"{q_DE} </s> {a}"`
-   into a declarative statement (the hypothesis);
-3. the TRUE NLI model (`google/t5_xxl_true_nli_mixture`) reads
-   `"premise: {t} | {d} hypothesis: {statement}"` and outputs `1`. An NLI input longer than
-   328 tokens is not run at all and counts as not entailed (what the authors did).
-
-Both models are seq2seq models driven by `generation.backends.seq2seq.Seq2SeqGenerator`: greedy,
-batched, batches of similar token length (the same loading and batching as the causal back-end). The `filter`
-and `expand` stages only depend on the small `EntailmentChecker` interface, so tests (or another
-NLI method) can plug in their own.
+A question converter turns (q_DE, answer) into a statement, which the TRUE NLI model checks
+against the passage. `filter` and `expand` depend only on the `EntailmentChecker` interface, so
+tests (or another NLI method) can plug in their own.
 """
 
 from __future__ import annotations
@@ -99,7 +89,7 @@ class EntailmentChecker(Protocol):
 
 
 class ModelEntailmentChecker:
-    """The authors' check: question converter, then TRUE NLI (see the module docstring).
+    """The authors' check: question converter, then TRUE NLI (docs/pipeline.md §3.3).
 
     Args:
         converter: the converter's generator (or any object with `generate(texts, n)`).

@@ -1,59 +1,8 @@
-"""`ambigdocs build expand`: answers from the page's other entities (docs/pipeline.md section 4).
+"""`ambigdocs build expand`: answers from the page's other entities (docs/pipeline.md §4).
 
-    ambigdocs build expand --input filtered.jsonl --output expanded.jsonl \\
-        --passages psgs_w100.tsv --disambiguation map.json \\
-        --backend hf --model meta-llama/Llama-2-13b-hf
-
-Inputs:
-    --input: the `filter` stage's output; only lines with `status: ok` are expanded (the others
-        are counted in the statistics and left out).
-    --passages, --disambiguation: the same passage TSV and map as the `seed` stage. The page's
-        entities come from the map (`surface_name` is the page title as in the map). Every
-        passage of an entity is tried, as the authors' expansion script does (unlike the seed
-        stage, it neither skips entities with over 20 passages nor drops the last one); the
-        named options `--max-passages N` and `--drop-last-passage` apply the seed stage's rule
-        instead. Passages are streamed from the TSV with
-        `generation.io.passages.collect_passages`, holding only the titles needed.
-
-Output (JSONL, or Parquet by extension), one line per expanded question, in input order:
-
-    {"surface_name": "Judge Day",
-     "question": "What is the state where Judge Day was born?",
-     "documents": [{"pid", "title", "text", "answer"}, ...],  # the two seed answers first, then
-                                                            # one per added entity, page order
-     "answer_scores": [null, null, 0.07, ...],              # mean NLL of added answers
-     "expansion": {"candidates", "unformatted", "above_threshold", "not_entailed", "added"}}
-
-The rule, as the authors ran it (defaults): for every entity of the page other than the two seed
-entities, and each of its passages, the prompt (`render_expansion_prompt`, with the question
-`q_sn`; by default `--prompt-format authors`, the exact text of the authors' `expand.py`: an
-`[INST]` block and four exemplars; `plain` and `chat` lay out the paper's Figure 10 with its one
-exemplar or `--exemplars`) is decoded greedily (at most `--max-new-tokens` 50) through the shared back-ends;
-the answer is the first line of the (stripped) output with one final period removed, dropped if
-empty or if splitting it on `.` gives more than four pieces. Its score is the back-end's
-`Generation.mean_nll` (the length-normalised negative log-likelihood of the generated tokens). An
-answer is kept when its score is below `--threshold` (0.2) and the entailment check
-(`generation.datagen.entailment`, with `q_DE` = the question with the surface name replaced by the
-entity title, and the passage as premise) passes; per entity the passage with the lowest score
-wins (the first in file order on a tie). Only answers under the threshold are sent to the NLI
-models, which changes nothing in the result and saves most of their work.
-
-The 0.2 threshold is the paper's (section 3.3); the authors' script applies none (`--threshold
-inf` does the same). So that its effect is visible, each line's `expansion` and the statistics
-give, for each threshold of `THRESHOLD_GRID`, how many formatted candidates score below it
-(`threshold_candidates`) and how many entities have at least one such candidate
-(`threshold_entities`, the most answers that threshold could add before the NLI check).
-
-Answer clean-up keeps three saner choices than the authors' script (documented in
-docs/building-stages.md): the text is stripped before its first line is taken (`"\nTexas"` gives
-`Texas`, theirs nothing), the space before a removed final period goes too (`"Utah ."` gives
-`Utah`), and an answer that is only `.` is dropped (theirs keeps an empty answer).
-
-`--dry-run` loads no model and runs no NLI: it writes `--output` as JSONL, one line per prompt
-(`surface_name`, `entity`, `pid`, and `prompt` or `messages`), in the order they would be sent.
-
-Questions are processed in chunks of `--chunk-size`; every finished chunk is saved
-(`<output>.partial.jsonl`), so a rerun after a crash continues where it stopped.
+For every other entity of the page and each of its passages, the QA model's answer is kept when
+its mean NLL is under the threshold and it passes the entailment check; per entity the best
+passage wins. Options, output and statistics: docs/building-stages.md, "expand".
 """
 
 from __future__ import annotations
@@ -218,7 +167,7 @@ def expand_rows(
             (`generation.datagen.filter.SUFFIX_RULES`).
 
     Returns:
-        The output lines (see the module docstring), in the order of `rows`.
+        The output lines (docs/building-stages.md, "expand"), in the order of `rows`.
 
     Raises:
         ValueError: the back-end returned no score.
@@ -346,7 +295,7 @@ def expand_answers(
     settings: Mapping | None = None,
     show_progress: bool = True,
 ) -> dict:
-    """Runs the expand stage (see the module docstring for the schemas and the rule).
+    """Runs the expand stage (docs/building-stages.md, "expand").
 
     Args:
         input_path: the filter stage's output.

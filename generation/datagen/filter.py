@@ -1,41 +1,7 @@
-"""`ambigdocs build filter`: the three filters of docs/pipeline.md section 3 (paper B.2, Table 5).
+"""`ambigdocs build filter`: the three filters of docs/pipeline.md §3.2 (paper B.2, Table 5).
 
-    ambigdocs build filter --input questions.jsonl --output filtered.jsonl
-    ambigdocs build filter --input questions.jsonl --output filtered.jsonl --no-entailment
-
-Input: the `questions` stage's output (`surface_name`, `documents` [two, with `title`, `text`],
-`question`, `answers`). Output: every input line, in input order, plus
-    "status":        ok | not_formatted | not_ambiguous | not_entailed (the first filter that
-                     fails; nothing is dropped),
-    "filter_reason": which rule fired (e.g. "answer_contains_other"), null when ok,
-    "entailment":    for lines that reached the third filter, per answer
-                     {"statement", "entailed", "too_long"}; null otherwise.
-Statistics (`<output>.stats.json`): counts and fractions per status (Table 5) and per reason.
-
-The filters, in order (the surface name `sn` without a trailing `(disambiguation)`, stripped
-only in that lower-case spelling as the authors' filter does, or in any case with
-`--strip-disambiguation any-case`; `t1`, `t2` the two passage titles):
-
-1. not_formatted: the output did not parse (`question`/`answers` missing, see
-   `generation.datagen.questions.parse_question_output`), or an answer split on `.` gives more
-   than four pieces.
-2. not_ambiguous (the authors' filter script; every test compares lower-cased text):
-   - `sn` not in the question while both `t1` and `t2` are;
-   - `sn` in the question and also `t1` or `t2`, unless `t1` or `t2` equals `sn`;
-   - the question contains `mention`, `entity`, `context` or `passage`;
-   - an answer contains `passage` or `mention`;
-   - one answer contains the other;
-   - the IoU of the answers' word sets (split on single spaces) is > 0.75.
-3. not_entailed: for each answer, the converter + TRUE NLI check of
-   `generation.datagen.entailment` with `q_DE` (question with `sn` replaced by the passage title)
-   against that answer's passage; both answers must pass. Model ids, batch size and the
-   328-token limit are options; `--no-entailment` skips this filter (lines that pass 1 and 2 are
-   then `ok`, and the statistics say `entailment: skipped`). Both models run in float32 as in
-   the authors' scripts (`--nli-dtype auto` picks bfloat16 on GPUs: faster, and a few verdicts
-   may differ).
-
-The entailment models run over chunks of lines; every finished chunk is saved
-(`<output>.partial.jsonl`), so a rerun after a crash continues where it stopped.
+Every line is kept with its `status` (not formatted / not ambiguous / not entailed, or ok) and
+`filter_reason`; the rules and options: docs/building-stages.md, "filter".
 """
 
 from __future__ import annotations

@@ -1,54 +1,8 @@
 """`ambigdocs build gather`: the disambiguation map from a MediaWiki XML dump (docs/pipeline.md §1).
 
-    ambigdocs build gather --dump enwiki-20181220-pages-articles.xml.bz2 --output map.json
-        [--templates disambiguation disambig hndis ...] [--min-entities 2] [--max-entities 10]
-        [--entity-rule authors|list-items] [--resolve-redirects]
-
-Input (`--dump`): a MediaWiki XML export (`pages-articles`, plain, `.bz2` or `.gz`), streamed
-page by page with `mwxml`; only the latest revision of each page counts.
-
-Output (`--output`): a JSON object, pages in dump order, the input of `ambigdocs build seed`:
-
-    {"Judge Day": ["Charles Bernard Day", "Edward William Day", "William Louis Day"], ...}
-
-Statistics go to `<output>.stats.json` and stdout.
-
-The rule:
-- a *disambiguation page* is an article (namespace 0, not a redirect) whose wikitext uses one of
-  the disambiguation templates (`--templates`; default `DISAMBIGUATION_TEMPLATES`: the
-  `{{disambiguation}}` family with its redirects `{{disambig}}`, `{{dab}}`, ..., and the
-  specialised ones `{{hndis}}`, `{{geodis}}`, ...). Names match as MediaWiki does: first letter
-  case-insensitive, `_` = space, an optional `Template:` prefix. The page is found with a cheap
-  text screen, then confirmed by parsing with `mwparserfromhell`;
-- its *entities*, by `--entity-rule`:
-  - `authors` (default, both routes): the rule of the authors' `gather.py`
-    (`generation.datagen.gather_rules`): the page's plain text is cut before "See also" and
-    after "refer to"; a link is an entity when its title's first occurrence in that text opens
-    a line (so a piped link, shown under another name, is not), and titles start with a letter
-    or with digits then contain a letter (a page or link titled `1984` is dropped); entities
-    come in the API's link order (title order), not page order. From a dump the plain text is
-    rendered from the wikitext; templates are not expanded, so entries that templates write,
-    which the live API saw, are missing;
-  - `list-items` (the toolkit's earlier rule): the links that open a list item (`*` or `#`
-    lines, nested ones included) before the "See also" heading, in page order. A link still
-    opens the item when wrapped in bold or italics (`''[[Mercury (film)]]''`), also when piped;
-    a link after other text does not (`* The [[Day family]]`). Targets are normalised (`_` to
-    space, first letter upper-case); links into other namespaces or interwikis and section
-    links (`A#B`) are not entities; a target listed twice counts once;
-- pages keep when they have `--min-entities`..`--max-entities` entities (authors: 2..10).
-
-Not reproduced (bugs of the authors' script): for a `... (disambiguation)` page whose base
-title exists they append the last link they read (usually `Help:Disambiguation`) to the page's
-entities instead of the base title; neither is added here.
-
-Named option (not the authors'): `--resolve-redirects` maps entity links through the dump's
-redirect pages (one hop), so that they match the article titles of the passage file.
-
-The authors' own route was the live Wikipedia API (pywikibot + wikipedia-api); `--source api`
-runs that route (see `gather_from_api`), which needs `pip install wikipedia-api pywikibot`, a
-network connection, and was NOT verified here (no network in the development environment).
-
-Python: `run(dump, output, ...)` (used by `build all`).
+Disambiguation pages are found by their templates; their entities follow the authors' rule
+(`gather_rules.py`) or the toolkit's `list-items` rule. `--source api` is the authors' live
+route (unverified). Options and output: docs/building-seed.md, "gather".
 """
 
 from __future__ import annotations
@@ -225,7 +179,7 @@ def iter_disambiguation_pages(
         redirects: if given, filled with {redirect title: target} of the main namespace.
         stats: if given, counts are added to it (articles, redirects, disambiguation pages).
         progress: show a progress bar (pages).
-        entity_rule: `authors` or `list-items` (see the module docstring).
+        entity_rule: `authors` or `list-items` (docs/building-seed.md, "gather").
 
     Raises:
         ValueError: the file is not a MediaWiki XML dump.
@@ -306,7 +260,7 @@ def run(
     progress: bool = True,
     entity_rule: str = "authors",
 ) -> dict:
-    """Runs the gather stage (see the module docstring for the schemas and the rule).
+    """Runs the gather stage (docs/building-seed.md, "gather").
 
     Args:
         dump: the MediaWiki XML dump (ignored with source="api").

@@ -1,25 +1,9 @@
 """The authors' entity rules for disambiguation pages (issue 15), for both gather routes.
 
-Their `gather.py` read each page through the live API: its plain text (TextExtracts, as the
-`wikipedia-api` package returns it) and its links (`prop=links`). A link is an entity when:
-
-1. the text is cut before its first `See also`, and then everything up to and including the
-   first `refer to` is cut away ("Mercury may refer to:");
-2. the link title passes `authors_valid_title` (their `isvalid`): it starts with a letter, or
-   with a digit and has a letter somewhere (`1984 (film)` passes, `1984` does not), and is not
-   `Help:Disambiguation`;
-3. the link title's *first* occurrence in the cut text is not at position 0 and directly follows
-   a newline, i.e. the link opens a line as it is displayed (a piped link `[[Mercury
-   (planet)|Mercury]]` shows "Mercury", so its title is not found and it is no entity).
-
-Entities come in the API's link order (namespace, then title in binary order, spaces as
-underscores), not in page order; the page title itself must also pass rule 2.
-
-For a dump, `dump_plain_text` renders the wikitext as that plain text (links as displayed,
-templates and references dropped, list markers and headings as bare lines) and `dump_links`
-lists the page's own main-namespace links. What the dump cannot reproduce of the live API:
-text and links that templates produce (a `{{nowrap|[[X]]}}` entry, navigation boxes), and
-differences between the 2018 passages and whenever the API was read.
+Their `gather.py` read each page's plain text and links through the live API; a link is an
+entity when its title's first occurrence in the text, cut before "See also" and after "refer
+to", opens a line. For a dump, the wikitext is rendered as that plain text. The rule and what
+a dump cannot reproduce: docs/building-seed.md, "gather".
 """
 
 from __future__ import annotations
@@ -67,7 +51,7 @@ def authors_entities(text: str, links: Iterable[str]) -> list[str]:
         links: the page's link titles in the order to keep (the API's).
 
     Returns:
-        The links that pass rules 2 and 3 of the module docstring, each once, in `links` order.
+        The links that pass the title and line rules, each once, in `links` order.
     """
     body = cut_page_text(text)
     out: list[str] = []
@@ -173,5 +157,5 @@ def dump_links(wikitext: str, blocked_prefixes: Iterable[str]) -> list[str]:
 
 
 def authors_dump_entities(wikitext: str, blocked_prefixes: Iterable[str]) -> list[str]:
-    """The authors' entities of a page read from a dump (see the module docstring)."""
+    """The authors' entities of a page read from a dump."""
     return authors_entities(dump_plain_text(wikitext), dump_links(wikitext, blocked_prefixes))

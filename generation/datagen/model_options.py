@@ -1,10 +1,8 @@
 """The model options of the stages that call a model (`questions`, `expand`): one definition of
 the options and of the back-end they describe.
 
-`backend_option` is a list of `KEY=VALUE` strings, as typed on the command line
-(`--backend-option dtype=bfloat16 --backend-option device=cpu`, or several after one flag). In
-the `build all` YAML config it may be a mapping (`backend_option: {dtype: bfloat16}`), which is
-turned into the same strings, so both routes record and check one form.
+`backend_option` is a list of `KEY=VALUE` strings; a YAML mapping in `build all` is turned into
+the same strings, so both routes record and check one form.
 """
 
 from __future__ import annotations

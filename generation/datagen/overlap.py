@@ -1,29 +1,9 @@
 """The seed stage's passage-pair test, fast: word-set Jaccard and longest common word sequence.
 
-docs/pipeline.md §2 compares two passages after lower-casing and splitting on whitespace:
-
-- a pair whose word *sets* have Jaccard overlap > 0.4 is skipped;
-- otherwise n = the length of the longest common contiguous word sequence, and the pair is a
-  candidate when 3 < n < 10.
-
-The authors compute n with the textbook quadratic dynamic program over the two word lists, and
-report the overlapping words as the DP finds them: the first cell, in row-major order over
-(word of passage 1, word of passage 2), whose value reaches the final maximum. Values grow along
-diagonals, so that cell ends the length-n match with the *smallest end (equivalently start)
-position in passage 1*; the reported words are passage 1's words there.
-
-This module decides the same thing without the DP:
-
-- every passage is prepared once: its lower-cased words and its 4-word sequences (its word set
-  is built only if a pair needs it);
-- n >= 4 exactly when the two passages share a 4-word sequence, which a set-disjointness check
-  answers in microseconds; nearly all pairs stop there;
-- for the few that share one, n is the longest forward extension from a shared 4-word start
-  (the longest common sequence starts somewhere, and its first 4 words are a shared 4-gram),
-  capped at 10 because any n >= 10 rejects the pair; among the starts reaching the maximum, the
-  smallest start in passage 1 is the DP's reported position.
-
-`reference_overlap` is the authors' DP, kept for `--method dp` and for the equivalence tests.
+Decides what the authors' quadratic DP decides (docs/pipeline.md §2), the reported overlap
+included: n >= 4 exactly when two passages share a 4-word sequence, so a set test rejects nearly
+every pair, and only shared starts are extended (capped at 10). How and why:
+docs/building-seed.md, "Speed". `reference_overlap` is the authors' DP (`--method dp`, tests).
 """
 
 from __future__ import annotations

@@ -1,44 +1,8 @@
-"""`ambigdocs build all --config pipeline.yaml`: the whole chain, resumable.
+"""`ambigdocs build all --config pipeline.yaml`: the whole chain, resumable (docs/pipeline.md §7).
 
-    ambigdocs build all --config configs/pipeline.yaml            # run what is not done yet
-    ambigdocs build all --config configs/pipeline.yaml --dry-run  # say what would run, and why
-    ambigdocs build all --config configs/pipeline.yaml --overwrite filter  # redo filter (and after)
-
-The config (see `configs/pipeline.yaml`) names, per stage, that stage's options: the fields of its
-option dataclass (`ambigdocs build STAGE --help`; `snake_case` or `kebab-case` keys, YAML values of
-the option's type). Every stage's options are checked before the first stage runs.
-
-    workdir: data/build            # relative paths of path options are inside it
-    stages:
-      gather:    {dump: ..., output: map.json}
-      seed:      {passages: psgs_w100.tsv, output: seeds.jsonl}
-      questions: {backend: openai, model: gpt-4, output: questions.jsonl}
-      filter:    {output: filtered.jsonl}
-      expand:    {backend: hf, model: meta-llama/Llama-2-13b-hf, output: expanded.jsonl}
-      split:     {output_dir: release}
-
-Stages run in the order gather, seed, questions, filter, expand, split; a stage missing from the
-config is not run (its output may already exist, e.g. a map made elsewhere). Missing inputs are
-wired from the stage before: `seed.disambiguation` = `gather.output`, `questions.input` =
-`seed.output`, `filter.input` = `questions.output`, `expand.input` = `filter.output`,
-`expand.passages` / `expand.disambiguation` = seed's, `split.input` = `expand.output`.
-`workdir` (relative to the config file's folder) is where relative values of the path options
-(`PATH_OPTIONS`) are resolved; it defaults to the config file's folder.
-
-Resuming. A stage is skipped when it is done:
-    - its output exists, with its statistics (`<output>.stats.json` for a file output, a
-      `*.stats.json` inside a folder output such as split's);
-    - the output is at least as new as every input (every option value that is an existing file
-      or folder: the previous stage's output, the passages, a local model or adapter...);
-    - no interrupted run of it left a work file (`<output>.partial.jsonl`);
-    - it was run with the same options: `build all` records each finished stage's options in
-      `<workdir>/.build-all-state.json`; a stage run by hand (no record) counts as done when the
-      two tests above hold.
-A stage that is not done runs, and every stage after it then sees a newer input and runs as well.
-Within a stage, a crash loses at most one batch: the model-calling stages keep their finished
-batches in `<output>.partial.jsonl` and continue from there (see each stage's docstring).
-
-Python: `run(config_path, overwrite=(), dry_run=False) -> int`.
+Runs the config's stages in chain order, wiring each missing input to the previous stage's
+output, and skips a stage that is done. The config, the wiring and when a stage counts as done:
+docs/building-stages.md, "The whole chain".
 """
 
 from __future__ import annotations
@@ -184,7 +148,7 @@ def input_paths(options: Mapping[str, object]) -> list[Path]:
 def why_not_done(
     name: str, options: Mapping[str, object], state: Mapping[str, object]
 ) -> str | None:
-    """None when the stage is done (see the module docstring), else the reason it must run."""
+    """None when the stage is done (docs/building-stages.md), else the reason it must run."""
     output = _output_of(options)
     if not output.exists():
         return f"{output} does not exist"

@@ -1,54 +1,6 @@
-"""`ambigdocs build questions`: a question and two answers per seed pair (docs/pipeline.md section 3).
+"""`ambigdocs build questions`: a question and two answers per seed pair (docs/pipeline.md §3.1).
 
-    ambigdocs build questions --input seeds.jsonl --output questions.jsonl \\
-        --backend openai --model gpt-4                        # Figure 9, chat, paper exemplar
-    ambigdocs build questions --input seeds.jsonl --output questions.jsonl \\
-        --backend hf --model meta-llama/Llama-2-13b-chat-hf --adapter distilled/  # instruction
-
-Input (the `seed` stage's output), one line per surface name:
-    {"surface_name": str, "documents": [{"pid", "title", "text"}, {...}], "overlap": str, ...}
-
-Output: the input line, unchanged, plus
-    "question":   str, or null when the model output does not parse,
-    "answers":    [answer to passage 1, answer to passage 2], or null when it does not parse,
-    "raw_output": the model's text as generated (after the prompt's `Question: `).
-Lines keep the input order. Statistics (`<output>.stats.json`): total, parsed, unparsed.
-
-Prompts: `generation.prompts.render_question_prompt` (Figure 9 with the paper's exemplar, or the
-user's `--exemplars` file; `--prompt-format chat` for API/chat models, `instruction` for the
-distilled model, `plain` for a base model, `authors` for the exact messages of the authors' GPT-4
-script: their two exemplars, the query parts run together). The default is `instruction` when
-`--adapter` is given (the distilled model); otherwise, as for `ambigdocs answer`, `chat` when the
-model has a chat template (read from the tokenizer, before any weights load) and `plain` when it
-has none (`resolve_prompt_format`). The model calls go through the
-shared back-ends (`generation.backends.load_backend`) in chunks of `--chunk-size` seed pairs; every
-finished chunk is saved (`<output>.partial.jsonl`), so a rerun after a crash continues where it
-stopped. `--max-new-tokens` defaults to 150 for the `instruction` format (the authors' distilled
-model) and 200 otherwise (the authors' GPT-4 calls set no limit).
-
-Decoding (`--decoding`, openai only, as for `ambigdocs answer`): `greedy` (temperature 0 and
-`--max-new-tokens`) or `authors` (no temperature and no token limit sent, so the API's defaults
-apply, as in the authors' GPT-4 script: issue 11). The default is `authors` with
-`--prompt-format authors` and `greedy` otherwise; open models always decode greedily. The
-decoding is recorded with the run's settings, so a resume never mixes the two.
-
-`--dry-run` loads no model and sends no request: it writes `--output` as JSONL, one line per seed
-pair with `surface_name`, `docs` (the two passages shown, in order, with `title`, `text`, `pid`)
-and the exact model input, `prompt` (a string) or `messages` (chat messages).
-
-Parsing (`--parse-rule`), each generator's output with the rule of its own script:
-- `markers` (`parse_question_output`, the authors' Llama script): the question is everything
-  before `Answer to Passage 1: `, the first answer what follows up to `Answer to Passage 2: `,
-  the second what follows that up to `</s>`, cut at its first newline, or, when it is one line,
-  at its first `. ` (a model without a stop word goes on to invent the next exemplar). An output
-  without both markers is not formatted.
-- `lines` (`parse_lines_output`, the authors' GPT-4 script): the stripped output's first three
-  lines are the question and the two answers, each answer line losing its first 21 characters
-  (the length of `Answer to Passage 1: `, whatever they are: `Answer to Article 1: ` passes) and
-  nothing more (`St. Louis, Missouri` stays whole). Fewer than three lines is not formatted.
-- `auto` (default): `markers` for the `instruction` format (the distilled Llama), `lines` for
-  the few-shot formats (`chat`, `plain`, `authors`: what GPT-4 ran with).
-The filter stage's "more than four pieces" check applies to both.
+Prompt formats, decoding, parse rules and the output: docs/building-stages.md, "questions".
 """
 
 from __future__ import annotations
@@ -209,7 +161,7 @@ def generate_questions(
         prompt_format: `chat`, `instruction` or `plain` (see `render_question_prompt`).
         exemplars: replace the paper's exemplar (not used by the `instruction` format).
         max_new_tokens: generation budget per seed pair (None: `default_max_new_tokens`).
-        parse_rule: `auto`, `lines` or `markers` (see the module docstring).
+        parse_rule: `auto`, `lines` or `markers` (docs/building-stages.md, "questions").
         chunk_size: seed pairs per back-end call; each finished chunk is saved.
         overwrite: discard an interrupted run's saved chunks instead of resuming them.
         settings: what else decides the outputs (model name, adapter, ...), checked on resume.

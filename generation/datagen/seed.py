@@ -1,44 +1,7 @@
 """`ambigdocs build seed`: one seed document pair per disambiguation page (docs/pipeline.md §2).
 
-    ambigdocs build seed --passages psgs_w100.tsv --disambiguation map.json \\
-        --output seeds.jsonl [--num-proc N]
-
-Input:
-    --passages: the DPR passage TSV (`id<TAB>text<TAB>title`, header row `id text title`). It is
-        streamed; only the passages of titles named in the map are held (at most 21 per title).
-    --disambiguation: the `gather` output, a JSON object
-        `{page title: [entity title, ...]}` (entities in page order).
-
-Output (`--output`, JSONL, or Parquet by extension), in map order, one line per page that has a
-selected pair:
-
-    {"surface_name": "Judge Day",                       # the page title exactly as in the map
-     "documents": [{"pid": "123", "title": "Charles Bernard Day", "text": "..."},
-                   {"pid": "456", "title": "William Louis Day", "text": "..."}],
-     "overlap": "was born in the"}                       # the common words, lower-cased
-
-The first document is the earlier entity of the page. Statistics (pages kept, titles found,
-pages with / without a pair, pairs per overlap length) go to `<output>.stats.json` and stdout.
-
-The rule, exactly as the authors ran it (defaults):
-    - pages with 2..10 entities (list entries as listed, duplicates included);
-    - an entity's passages are its passages in file order when it has at most 20, without the
-      last one; entities with more, or missing from the file, have none;
-    - for entity positions i < j, passages k of i and m of j (this order), a pair is skipped when
-      the Jaccard overlap of the lower-cased whitespace word sets is > 0.4; otherwise n = the
-      longest common contiguous word sequence and the pair is a candidate when 3 < n < 10;
-    - the candidate with the largest n wins, the first one in that order on ties; its overlap is
-      the DP's first maximum (see `overlap.py`). Pages without a candidate are dropped.
-
-Named options (not the authors'): `--tie-break random --seed S` picks uniformly among the tied
-pairs with a generator seeded by (S, page), so the result does not depend on `--num-proc`;
-`--method dp` runs the authors' quadratic DP (slow; for checking).
-
-A crash loses at most one batch of pages: finished pages are appended to
-`<output>.partial.jsonl`, and a rerun with the same options and inputs skips them (other options
-or changed inputs are refused, naming what changed; `--overwrite` starts again).
-
-Python: `run(passages, disambiguation, output, num_proc=...)` (used by `build all`).
+The authors' rule by default (the pair test is `overlap.py`); resumable per batch of pages.
+Options, output and statistics: docs/building-seed.md, "seed".
 """
 
 from __future__ import annotations
@@ -274,7 +237,7 @@ def run(
     progress: bool = True,
     overwrite: bool = False,
 ) -> dict:
-    """Runs the seed stage (see the module docstring for the schemas and the rule).
+    """Runs the seed stage (docs/building-seed.md, "seed").
 
     Args:
         passages: the DPR passage TSV.

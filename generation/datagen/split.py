@@ -1,38 +1,8 @@
-"""`ambigdocs build split`: train / dev / test with no passage shared between splits (docs/pipeline.md §5).
+"""`ambigdocs build split`: train / dev / test with no passage shared (docs/pipeline.md §5).
 
-    ambigdocs build split --input expanded.jsonl --output-dir data/ [--seed 0]
-        [--fractions 0.6 0.1 0.3]
-
-Input (`--input`, the `expand` stage's output; JSONL, a JSON array, or Parquet), one row per
-example:
-
-    {"surface_name": "Judge Day (disambiguation)",    # the disambiguation page title
-     "question": "What is the state where Judge Day was born?",
-     "documents": [{"pid": "123", "title": "Charles Bernard Day", "text": "...",
-                    "answer": "Alabama"},
-                   ...],                              # seed answers first, then expanded ones
-     ...}                                             # any other fields are ignored
-
-A row with a `status` field other than `ok` is left out (and counted). `pid` may be a string or
-an int; it is written as a string, as in the release.
-
-Output (`--output-dir`): the release's raw layout, which `ambigdocs.load_ambigdocs(data_dir=...)`
-reads directly: `train.json`, `dev.json` (the validation split) and `test.json`, each a JSON array
-of rows
-
-    {"qid": 0, "ambiguous_entity": "Judge Day", "question": "...",
-     "documents": [{"title": ..., "text": ..., "pid": ..., "answer": ...}, ...]}
-
-- `qid` is the row's position among the kept input rows (0, 1, ...): stable whatever the seed;
-- `ambiguous_entity` is the surface name without a trailing `(disambiguation)`;
-- rows within a split are in qid order.
-
-The split: examples that share a passage id are grouped (union-find over pids), the groups are
-shuffled with `random.Random(seed)` and dealt in that order: a group goes to train while train
-holds less than 60% of all examples, then to dev until train + dev hold 70%, then to test. Whole
-groups move, so no passage is in two splits. Statistics: `<output-dir>/split.stats.json`.
-
-Python: `run(input, output_dir, seed=0, fractions=(0.6, 0.1, 0.3))` (used by `build all`).
+Writes the release's raw layout (`train.json`, `dev.json`, `test.json`) that
+`ambigdocs.load_ambigdocs(data_dir=...)` reads. Input, output and the rule: docs/building-seed.md,
+"split".
 """
 
 from __future__ import annotations
@@ -161,7 +131,7 @@ def run(
     fractions: Sequence[float] = DEFAULT_FRACTIONS,
     progress: bool = True,
 ) -> dict:
-    """Runs the split stage (see the module docstring for the schemas and the rule).
+    """Runs the split stage (docs/building-seed.md, "split").
 
     Args:
         input: the expand stage's output.

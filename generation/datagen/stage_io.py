@@ -1,8 +1,5 @@
-"""Stage files of the data pipeline: JSONL or Parquet by extension, written atomically, with stats.
-
-Every stage reads its input with `read_stage`, and finishes with `write_stage`, which writes the
-output atomically (temporary file, then rename) and saves the stage's counts next to it as
-`<output>.stats.json` and prints them (the per-status counts of paper Table 5).
+"""Stage files of the data pipeline: JSONL or Parquet by extension, written atomically, with
+their statistics (`<output>.stats.json`); the resumable chunk runner and the stages' `main`.
 """
 
 from __future__ import annotations
