@@ -278,8 +278,7 @@ def test_config_wiring_and_paths(tmp_path):
     assert stages["expand"]["passages"] == "/abs/psgs.tsv"
     assert stages["expand"]["disambiguation"] == str(w / "map.json")
     # what `--dry-run` prints: the options that differ from their defaults, as typed
-    plan = pipeline._stage_plan("filter", stages["filter"], path)
-    argv = pipeline.command_line(plan.options)
+    argv = pipeline.command_line(pipeline._stage_options("filter", stages["filter"], str(path)))
     assert "--no-entailment" in argv and "--no-progress" not in argv
     assert argv[argv.index("--output") + 1] == str(w / "f.jsonl")
 

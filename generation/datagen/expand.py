@@ -31,9 +31,12 @@ from generation.datagen.filter import (
 from generation.datagen.model_options import (
     ModelOptions,
     check_model_loadable,
+    check_prompt_format,
     has_chat_template,
     make_backend,
     model_settings,
+    no_chat_template,
+    prompt_field,
 )
 from generation.datagen.stage_io import (
     check_output,
@@ -72,13 +75,8 @@ def clean_answer(text: str, max_pieces: int = MAX_ANSWER_PIECES) -> str | None:
 
 def other_entities(page_titles: Sequence[str], seed_titles: Sequence[str]) -> list[str]:
     """The page's entities other than the seed ones, in page order, each once."""
-    seen = set(seed_titles)
-    out = []
-    for title in page_titles:
-        if title not in seen:
-            seen.add(title)
-            out.append(title)
-    return out
+    seeds = set(seed_titles)
+    return [title for title in dict.fromkeys(page_titles) if title not in seeds]
 
 
 def _validate(rows: Sequence[Mapping], mapping: Mapping, source: str) -> None:
@@ -173,12 +171,7 @@ def expand_rows(
         ValueError: the back-end returned no score.
     """
     tasks = expansion_tasks(rows, page_entities, passages)
-    prompts = [
-        render_expansion_prompt(
-            entity, text, rows[r]["question"], prompt_format=prompt_format, exemplars=exemplars
-        )
-        for r, entity, _, text in tasks
-    ]
+    prompts = _prompts(rows, tasks, prompt_format, exemplars)
     generations = backend.generate(prompts, max_new_tokens=max_new_tokens, return_scores=True)
     counts, scored, under = _score_candidates(len(rows), tasks, generations, threshold, backend)
     verdicts = _entailment_verdicts(rows, tasks, under, checker, suffix_rule)
@@ -190,6 +183,15 @@ def expand_rows(
         elif entity not in best[r] or score < best[r][entity][0]:
             best[r][entity] = (score, pid, text, answer)
     return _output_rows(rows, page_entities, best, counts, scored)
+
+
+def _prompts(rows, tasks, prompt_format: str, exemplars) -> list:
+    return [
+        render_expansion_prompt(
+            entity, text, rows[r]["question"], prompt_format=prompt_format, exemplars=exemplars
+        )
+        for r, entity, _, text in tasks
+    ]
 
 
 def _score_candidates(num_rows: int, tasks, generations, threshold: float, backend: Backend):
@@ -319,7 +321,7 @@ def expand_answers(
     Raises:
         ValueError: bad input lines (naming the line and field), or resuming with other settings.
     """
-    _check_format(prompt_format, exemplars)
+    check_prompt_format(prompt_format, PROMPT_FORMATS, exemplars)
     rows, mapping = _read_inputs(input_path, disambiguation)
     ok = [r for r in rows if r["status"] == "ok"]
     # what decides each answer, passed to `expand_rows` and checked when a run resumes
@@ -353,13 +355,6 @@ def _read_inputs(input_path: str, disambiguation: str) -> tuple[list[dict], dict
     mapping = seed_stage.read_disambiguation_map(disambiguation)
     _validate(rows, mapping, str(input_path))
     return rows, mapping
-
-
-def _check_format(prompt_format: str, exemplars: Sequence[Mapping] | None) -> None:
-    if prompt_format not in PROMPT_FORMATS:
-        raise ValueError(f"prompt_format must be one of {PROMPT_FORMATS}, got {prompt_format!r}")
-    if exemplars is not None and prompt_format == "authors":
-        raise ValueError("the authors prompt format has fixed exemplars; drop --exemplars")
 
 
 def _needed_passages(
@@ -406,20 +401,16 @@ def dry_run(
     Raises:
         ValueError: bad input lines or an unknown prompt format.
     """
-    _check_format(prompt_format, exemplars)
+    check_prompt_format(prompt_format, PROMPT_FORMATS, exemplars)
     rows, mapping = _read_inputs(input_path, disambiguation)
     ok = [r for r in rows if r["status"] == "ok"]
     found = _needed_passages(ok, mapping, passages, max_passages, drop_last_passage, show_progress)
-    out = []
-    for r, entity, pid, text in expansion_tasks(ok, mapping, found):
-        question = ok[r]["question"]
-        prompt = render_expansion_prompt(
-            entity, text, question, prompt_format=prompt_format, exemplars=exemplars
-        )
-        key = "prompt" if isinstance(prompt, str) else "messages"
-        out.append(
-            {"surface_name": ok[r]["surface_name"], "entity": entity, "pid": pid, key: prompt}
-        )
+    tasks = expansion_tasks(ok, mapping, found)
+    prompts = _prompts(ok, tasks, prompt_format, exemplars)
+    out = [
+        {"surface_name": ok[r]["surface_name"], "entity": entity, "pid": pid, **prompt_field(p)}
+        for (r, entity, pid, _), p in zip(tasks, prompts, strict=True)
+    ]
     atomic_write_jsonl(output_path, out)
     return len(out)
 
@@ -513,7 +504,9 @@ def run(options: ExpandOptions, model: ModelOptions, entailment: EntailmentOptio
         The saved statistics (None for a dry run).
     """
     check_output(options.output)
-    _check_format(options.prompt_format, options.exemplars)  # before the file is read
+    check_prompt_format(
+        options.prompt_format, PROMPT_FORMATS, options.exemplars
+    )  # before the file is read
     exemplars = load_expansion_exemplars(options.exemplars) if options.exemplars else None
     passage_rule = dict(max_passages=options.max_passages,
                         drop_last_passage=options.drop_last_passage)  # fmt: skip
@@ -524,7 +517,7 @@ def run(options: ExpandOptions, model: ModelOptions, entailment: EntailmentOptio
         print(f"expand: wrote {n} prompts to {options.output} (dry run)")
         return None
     _check_model(options.prompt_format, model)
-    settings = {**model_settings(model)}
+    settings = model_settings(model)
     if entailment.entailment:
         settings.update(entailment_settings(entailment))
     backend = make_backend(model)
@@ -548,10 +541,7 @@ def _check_model(prompt_format: str, model: ModelOptions) -> None:
     if prompt_format != "chat":
         check_model_loadable(model)
     elif model.backend in ("hf", "vllm", "openai") and not has_chat_template(model):
-        raise ValueError(
-            f"--prompt-format chat: the model {model.model!r} has no chat template; "
-            "use --prompt-format plain or authors"
-        )
+        raise no_chat_template(model, "plain or authors")
 
 
 OPTIONS = (ExpandOptions, ModelOptions, EntailmentOptions)

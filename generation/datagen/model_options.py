@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,3 +183,24 @@ def model_settings(model: ModelOptions) -> dict:
         "adapter": model.adapter,
         "backend_options": result_options(parse_backend_options(model.backend_option)),
     }
+
+
+def check_prompt_format(prompt_format: str, formats: Sequence[str], exemplars) -> None:
+    """Refuses a prompt format not in `formats`, and `--exemplars` with the `authors` format."""
+    if prompt_format not in formats:
+        raise ValueError(f"prompt_format must be one of {formats}, got {prompt_format!r}")
+    if exemplars is not None and prompt_format == "authors":
+        raise ValueError("the authors prompt format has fixed exemplars; drop --exemplars")
+
+
+def no_chat_template(model: ModelOptions, instead: str) -> ValueError:
+    """The error for `--prompt-format chat` asked of a model without a chat template."""
+    return ValueError(
+        f"--prompt-format chat: the model {model.model!r} has no chat template; "
+        f"use --prompt-format {instead}"
+    )
+
+
+def prompt_field(prompt) -> dict:
+    """A dry run's record of a model input: `prompt` (a string) or `messages` (chat messages)."""
+    return {"prompt" if isinstance(prompt, str) else "messages": prompt}

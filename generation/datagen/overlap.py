@@ -8,8 +8,6 @@ docs/building-seed.md, "Speed". `reference_overlap` is the authors' DP (`--metho
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 # A pair is a candidate when MIN_EXCLUSIVE < n < MAX_EXCLUSIVE (docs/pipeline.md §2).
 MIN_EXCLUSIVE = 3
 MAX_EXCLUSIVE = 10
@@ -148,29 +146,6 @@ def reference_overlap(text_1: str, text_2: str) -> str:
     return " ".join(w1[best_end - best : best_end])
 
 
-def is_candidate_length(n: int) -> bool:
-    """Whether a longest-common-sequence length makes a candidate (3 < n < 10)."""
-    return MIN_EXCLUSIVE < n < MAX_EXCLUSIVE
-
-
 def overlap_words(a: PreparedPassage, n: int, start: int) -> str:
     """The reported overlap: `a`'s n words from `start`, joined by single spaces."""
     return " ".join(a.words[start : start + n])
-
-
-def longest_possible() -> int:
-    """The largest value a candidate can have (no later pair can beat it under first-wins)."""
-    return MAX_EXCLUSIVE - 1
-
-
-__all__: Sequence[str] = [
-    "PreparedPassage",
-    "is_candidate_length",
-    "longest_possible",
-    "overlap_words",
-    "pair_overlap",
-    "prepare",
-    "reference_overlap",
-    "too_similar",
-    "words_of",
-]

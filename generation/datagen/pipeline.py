@@ -204,7 +204,7 @@ def run(
         if name not in stages:
             raise ValueError(f"stage {name!r} is not in {config_path}")
     # Every stage's options are checked before the first one runs (and loads a model).
-    plans = {name: _stage_plan(name, options, config_path) for name, options in stages.items()}
+    parsed = {n: _stage_options(n, o, f"{config_path}: stage {n!r}") for n, o in stages.items()}
     state_path = workdir / STATE_FILE
     state = _read_state(state_path)
     for name in [s for s in stages if only is None or s in set(only)]:
@@ -212,38 +212,30 @@ def run(
         if reason is None:
             print(f"[build all] {name}: done, skipped")
             continue
-        print(f"[build all] {name}: runs ({reason}): {plans[name].describe()}")
+        command = secrets.mask(f"ambigdocs build {name} {' '.join(command_line(parsed[name]))}")
+        print(f"[build all] {name}: runs ({reason}): {command}")
         if dry_run:
             continue
         started = time.time()
-        status = plans[name].run(overwrite=name in overwrite)
+        status = _run_stage(name, parsed[name], overwrite=name in overwrite)
         _free_memory()
         if status != 0:
             print(f"[build all] {name} failed with status {status}", file=sys.stderr)
             return status
-        state[name] = {"options": plans[name].record, "seconds": round(time.time() - started, 1)}
+        state[name] = {"options": _record(parsed[name]), "seconds": round(time.time() - started, 1)}
         workdir.mkdir(parents=True, exist_ok=True)
         atomic_write_json(state_path, state)
     return 0
 
 
-class _StagePlan:
-    """One stage of the config, its options parsed into the stage's option dataclasses."""
-
-    def __init__(self, name: str, module, options: tuple):
-        self.name, self.module, self.options = name, module, options
-        self.record = _record(options)
-
-    def describe(self) -> str:
-        return secrets.mask(f"ambigdocs build {self.name} {' '.join(command_line(self.options))}")
-
-    def run(self, overwrite: bool) -> int:
-        options = [
-            dataclasses.replace(o, overwrite=True) if overwrite and hasattr(o, "overwrite") else o
-            for o in self.options
-        ]
-        # The stage's own name in its error line; a failed stage stops the chain.
-        return guard(f"ambigdocs build {self.name}", lambda: call_stage(self.module.run, options))
+def _run_stage(name: str, options: tuple, overwrite: bool) -> int:
+    options = [
+        dataclasses.replace(o, overwrite=True) if overwrite and hasattr(o, "overwrite") else o
+        for o in options
+    ]
+    run = importlib.import_module(STAGES[name][0]).run
+    # The stage's own name in its error line; a failed stage stops the chain.
+    return guard(f"ambigdocs build {name}", lambda: call_stage(run, options))
 
 
 def _stage_options(name: str, options: Mapping[str, object], where: str) -> tuple:
@@ -255,12 +247,6 @@ def _stage_options(name: str, options: Mapping[str, object], where: str) -> tupl
         if key not in known and key.startswith("no_") and key[3:] in known:
             raise ValueError(f"{where}: option {key!r} is now `{key[3:]}: false`")
     return parse_mapping(module.OPTIONS, options, where)
-
-
-def _stage_plan(name: str, options: Mapping[str, object], config_path) -> _StagePlan:
-    module = importlib.import_module(STAGES[name][0])
-    parsed = _stage_options(name, options, f"{config_path}: stage {name!r}")
-    return _StagePlan(name, module, parsed)
 
 
 def _record(options: Sequence[object]) -> dict:

@@ -17,9 +17,12 @@ from generation.backends.openai import decoding_options, resolve_decoding
 from generation.datagen.model_options import (
     ModelOptions,
     check_model_loadable,
+    check_prompt_format,
     has_chat_template,
     make_backend,
     model_settings,
+    no_chat_template,
+    prompt_field,
 )
 from generation.datagen.stage_io import (
     check_output,
@@ -188,12 +191,7 @@ def generate_questions(
     }
 
     def ask(batch: list[dict]) -> list[dict]:
-        prompts = [
-            render_question_prompt(
-                r["surface_name"], r["documents"], prompt_format=prompt_format, exemplars=exemplars
-            )
-            for r in batch
-        ]
+        prompts = _prompts(batch, prompt_format, exemplars)
         generations = backend.generate(prompts, max_new_tokens=max_new_tokens)
         return [_with_question(r, g.text, rule) for r, g in zip(batch, generations, strict=True)]
 
@@ -206,11 +204,17 @@ def generate_questions(
         return write_stage(output_path, out, stats, stage="questions")
 
 
+def _prompts(rows: Sequence[Mapping], prompt_format: str, exemplars) -> list:
+    return [
+        render_question_prompt(
+            r["surface_name"], r["documents"], prompt_format=prompt_format, exemplars=exemplars
+        )
+        for r in rows
+    ]
+
+
 def _check_format(prompt_format: str, exemplars: Sequence[Mapping] | None) -> None:
-    if prompt_format not in PROMPT_FORMATS:
-        raise ValueError(f"prompt_format must be one of {PROMPT_FORMATS}, got {prompt_format!r}")
-    if exemplars is not None and prompt_format == "authors":
-        raise ValueError("the authors prompt format has fixed exemplars; drop --exemplars")
+    check_prompt_format(prompt_format, PROMPT_FORMATS, exemplars)
     if exemplars is not None and prompt_format == "instruction":
         # The distilled model's format has no exemplars: it learnt the format in training.
         print("questions: --exemplars is not used by the instruction format", file=sys.stderr)
@@ -240,16 +244,14 @@ def dry_run(
     _check_format(prompt_format, exemplars)
     rows = read_stage(input_path)
     validate_seed_rows(rows, source=str(input_path))
-    out = []
-    for row in rows:
-        prompt = render_question_prompt(
-            row["surface_name"], row["documents"], prompt_format=prompt_format, exemplars=exemplars
-        )
-        docs = [
-            {"title": d["title"], "text": d["text"], "pid": d.get("pid")} for d in row["documents"]
-        ]
-        key = "prompt" if isinstance(prompt, str) else "messages"
-        out.append({"surface_name": row["surface_name"], "docs": docs, key: prompt})
+    shown = [
+        [{"title": d["title"], "text": d["text"], "pid": d.get("pid")} for d in row["documents"]]
+        for row in rows
+    ]
+    out = [
+        {"surface_name": row["surface_name"], "docs": docs, **prompt_field(p)}
+        for row, docs, p in zip(rows, shown, _prompts(rows, prompt_format, exemplars), strict=True)
+    ]
     atomic_write_jsonl(output_path, out)
     return len(out)
 
@@ -297,10 +299,7 @@ def resolve_prompt_format(
     if prompt_format is None:
         return "chat" if chat else "plain"
     if not chat:
-        raise ValueError(
-            f"--prompt-format chat: the model {model.model!r} has no chat template; "
-            "use --prompt-format plain (or leave it unset)"
-        )
+        raise no_chat_template(model, "plain (or leave it unset)")
     return prompt_format
 
 

@@ -80,10 +80,6 @@ def entity_passages(
     return {title: list(ps[:-1]) for title, ps in collected.items() if len(ps) > 1}
 
 
-def _document(pid: str, title: str, text: str) -> dict:
-    return {"pid": pid, "title": title, "text": text}
-
-
 def select_seed_pair(
     page: str,
     titles: Sequence[str],
@@ -140,7 +136,7 @@ def _select_fast(page, titles, passages, positions, tie_break, seed) -> dict | N
 
     best_n, ties = 0, []
     first_wins = tie_break == "first"
-    ceiling = ov.longest_possible()
+    ceiling = ov.MAX_EXCLUSIVE - 1  # the largest candidate: no later pair beats it
     for x, i in enumerate(positions):
         a_active = active[titles[i]]
         if not a_active:
@@ -167,13 +163,7 @@ def _select_fast(page, titles, passages, positions, tie_break, seed) -> dict | N
     return _record(page, titles, passages, (i, j, k, m), words)
 
 
-def select_seed_pair_dp(
-    page: str,
-    titles: Sequence[str],
-    passages: Mapping[str, Sequence[tuple[str, str]]],
-    tie_break: str = "first",
-    seed: int = 0,
-) -> dict | None:
+def select_seed_pair_dp(page, titles, passages, tie_break="first", seed=0) -> dict | None:
     """The same selection with the authors' quadratic DP on every pair (slow; for checking)."""
     best_n, ties = 0, []
     for i in range(len(titles)):
@@ -184,7 +174,7 @@ def select_seed_pair_dp(
                 for m, (_, text_b) in enumerate(passages[titles[j]]):
                     words = ov.reference_overlap(text_a, text_b)
                     n = len(words.split())
-                    if not ov.is_candidate_length(n):
+                    if not ov.MIN_EXCLUSIVE < n < ov.MAX_EXCLUSIVE:
                         continue
                     if n > best_n:
                         best_n, ties = n, [((i, j, k, m), words)]
@@ -204,10 +194,10 @@ def _rng(seed: int, page: str) -> random.Random:
 
 def _record(page, titles, passages, where, words) -> dict:
     i, j, k, m = where
-    (pid_a, text_a), (pid_b, text_b) = passages[titles[i]][k], passages[titles[j]][m]
+    documents = [(titles[i], passages[titles[i]][k]), (titles[j], passages[titles[j]][m])]
     return {
         "surface_name": page,
-        "documents": [_document(pid_a, titles[i], text_a), _document(pid_b, titles[j], text_b)],
+        "documents": [{"pid": pid, "title": t, "text": text} for t, (pid, text) in documents],
         "overlap": words,
     }
 
@@ -293,7 +283,10 @@ def run(
     limits = (min_entities, max_entities, max_passages)
     stats = _statistics(mapping, pages, records, counts, usable, limits)
     stats.update(tie_break=tie_break, method=method)
-    stats.update(_resume_note(len(pages) - len(todo)))
+    if len(pages) > len(todo):
+        # Passages are read only for the pages still to do: the title counts cover those.
+        stats["pages_resumed_from_interrupted_run"] = len(pages) - len(todo)
+        stats["title_counts_cover"] = "only the pages computed in this run"
     saved = write_stage(output, records, stats, "seed")
     discard_work(output)
     return saved
@@ -365,16 +358,6 @@ def _statistics(mapping, pages, records, counts, usable, limits) -> dict:
         f"titles_over_{max_passages}_passages": sum(n > max_passages for n in counts.values()),
         "titles_with_passages_after_dropping_last": len(usable),
         **{f"overlap_length_{n}": lengths[n] for n in sorted(lengths)},
-    }
-
-
-def _resume_note(resumed: int) -> dict:
-    if not resumed:
-        return {}
-    # Passages are read only for the pages still to do: the title counts cover those.
-    return {
-        "pages_resumed_from_interrupted_run": resumed,
-        "title_counts_cover": "only the pages computed in this run",
     }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import random
 import sys
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,39 +55,27 @@ def to_release_row(row: Mapping, qid: int, where: str) -> dict:
     return parse_row(release, where, release=True, keep_extra=False)
 
 
-class _UnionFind:
-    def __init__(self, n: int):
-        self.parent = list(range(n))
-
-    def find(self, x: int) -> int:
-        root = x
-        while self.parent[root] != root:
-            root = self.parent[root]
-        while self.parent[x] != root:  # path compression
-            self.parent[x], x = root, self.parent[x]
-        return root
-
-    def union(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
-
-
 def passage_groups(rows: Sequence[Mapping]) -> list[list[int]]:
     """Indices of rows grouped so that rows sharing a passage id are in one group.
 
     Returns:
         The groups, each sorted, ordered by their first row.
     """
-    uf = _UnionFind(len(rows))
+    parent = list(range(len(rows)))  # union-find over rows
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = x = parent[parent[x]]  # path halving
+        return x
+
     first_row: dict[str, int] = {}
     for i, row in enumerate(rows):
         for doc in row["documents"]:
-            j = first_row.setdefault(doc["pid"], i)
-            uf.union(i, j)
+            a, b = find(i), find(first_row.setdefault(doc["pid"], i))
+            parent[max(a, b)] = min(a, b)
     groups: dict[int, list[int]] = {}
     for i in range(len(rows)):
-        groups.setdefault(uf.find(i), []).append(i)
+        groups.setdefault(find(i), []).append(i)
     return sorted(groups.values(), key=lambda g: g[0])
 
 
@@ -150,7 +139,7 @@ def run(
     """
     check_fractions(fractions)
     out = Path(output_dir)
-    _check_output_folder(out)
+    check_replaceable(out, _split_file, f"--output-dir {out}", "a split's")
     with output_lock(out, f"--output-dir {out}"):  # one run at a time
         rows = read_stage(input)
         kept, skipped = _release_rows(rows, input, progress)
@@ -179,11 +168,10 @@ def _release_rows(rows: Sequence[Mapping], input, progress: bool) -> tuple[list[
     """The rows with status ok as release rows (qid = position among them), and skip counts."""
     from tqdm.auto import tqdm
 
-    kept, skipped = [], {}
+    kept, skipped = [], Counter()
     for index, row in enumerate(tqdm(rows, desc="split: checking rows", disable=not progress)):
-        status = row.get("status", "ok")
-        if status != "ok":
-            skipped[status] = skipped.get(status, 0) + 1
+        if row.get("status", "ok") != "ok":
+            skipped[row["status"]] += 1
             continue
         kept.append(to_release_row(row, qid=len(kept), where=f"{input}, row {index}"))
     return kept, skipped
@@ -205,10 +193,6 @@ def _check_not_empty(
 # What a split folder holds; anything else in --output-dir is the user's and is never replaced.
 def _split_file(path: Path) -> bool:
     return path.name in {_file_name(s) for s in SPLITS} | {stats_path("split").name}
-
-
-def _check_output_folder(out: Path) -> None:
-    check_replaceable(out, _split_file, f"--output-dir {out}", "a split's")
 
 
 def _write_folder(out: Path, splits: Mapping[str, list[dict]], stats: Mapping) -> None:
