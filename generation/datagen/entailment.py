@@ -8,7 +8,7 @@ tests (or another NLI method) can plug in their own.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import Protocol
 
 from generation.backends.seq2seq import Seq2SeqGenerator
@@ -88,28 +88,22 @@ class EntailmentChecker(Protocol):
     def check(self, items: Sequence[EntailmentItem]) -> list[EntailmentResult]: ...
 
 
+@dataclass
 class ModelEntailmentChecker:
     """The authors' check: question converter, then TRUE NLI (docs/pipeline.md §3.3).
 
-    Args:
+    Attributes:
         converter: the converter's generator (or any object with `generate(texts, n)`).
         nli: the NLI model's generator (needs `encode` and `generate_ids` as well).
         max_nli_tokens: NLI inputs with more tokens than this count as not entailed.
         converter_max_new_tokens: the converter's generation budget.
     """
 
-    def __init__(
-        self,
-        converter: Seq2SeqGenerator,
-        nli: Seq2SeqGenerator,
-        *,
-        max_nli_tokens: int | None = MAX_NLI_TOKENS,
-        converter_max_new_tokens: int = CONVERTER_MAX_NEW_TOKENS,
-    ):
-        self.converter = converter
-        self.nli = nli
-        self.max_nli_tokens = max_nli_tokens
-        self.converter_max_new_tokens = converter_max_new_tokens
+    converter: Seq2SeqGenerator
+    nli: Seq2SeqGenerator
+    _: KW_ONLY
+    max_nli_tokens: int | None = MAX_NLI_TOKENS
+    converter_max_new_tokens: int = CONVERTER_MAX_NEW_TOKENS
 
     def check(self, items: Sequence[EntailmentItem]) -> list[EntailmentResult]:
         """Converts each (q_DE, answer) to a statement and asks the NLI model about it.

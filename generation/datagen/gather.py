@@ -135,7 +135,7 @@ def list_entities(wikitext: str, namespaces: Iterable[str] = ()) -> list[str]:
     blocked = {n.lower() for n in namespaces if n} | INTERWIKI_PREFIXES
     cut = _SEE_ALSO.search(wikitext)
     body = wikitext[: cut.start()] if cut else wikitext
-    out: list[str] = []
+    out: dict[str, None] = {}  # targets in page order, each once
     for line in body.splitlines():
         item = _LIST_ITEM.match(line)
         if not item:
@@ -149,10 +149,8 @@ def list_entities(wikitext: str, namespaces: Iterable[str] = ()) -> list[str]:
         prefix, colon, _ = target.partition(":")
         if colon and prefix.strip().lower() in blocked:
             continue
-        title = normalize_title(target)
-        if title not in out:
-            out.append(title)
-    return out
+        out[normalize_title(target)] = None
+    return list(out)
 
 
 def _open_dump(path: Path):
@@ -297,7 +295,8 @@ def run(
         found = dict(pages)
         if redirects:
             found = {
-                page: _unique(redirects.get(t, t) for t in titles) for page, titles in found.items()
+                page: list(dict.fromkeys(redirects.get(t, t) for t in titles))
+                for page, titles in found.items()
             }
     kept = {p: ts for p, ts in found.items() if min_entities <= len(ts) <= max_entities}
     if not kept:
@@ -329,14 +328,6 @@ def _check_options(source, entity_rule, min_entities, max_entities, templates) -
         )
     if source == "dump" and not [t for t in templates if normalize_template(t)]:
         raise ValueError("--templates: give at least one template name")
-
-
-def _unique(titles: Iterable[str]) -> list[str]:
-    out: list[str] = []
-    for t in titles:
-        if t not in out:
-            out.append(t)
-    return out
 
 
 # The categories the authors walked, with their recursion depths.
@@ -389,10 +380,7 @@ def gather_from_api(
         if entity_rule == "authors":
             entities = authors_entities(page.text, page.links)
         else:
-            text = page.text
-            cut = text.find("See also")
-            if cut != -1:
-                text = text[:cut]
+            text = page.text.partition("See also")[0]
             entities = [lk for lk in page.links if opens_a_line(text, lk)]
         if entities:
             out[title] = entities

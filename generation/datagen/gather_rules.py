@@ -27,13 +27,9 @@ def authors_valid_title(title: str) -> bool:
 
 def cut_page_text(text: str) -> str:
     """The text the authors searched: before the first `See also`, after the first `refer to`."""
-    see_also = text.find(SEE_ALSO)
-    if see_also != -1:
-        text = text[:see_also]
-    refer = text.find(REFER_TO)
-    if refer != -1:
-        text = text[refer + len(REFER_TO) :]
-    return text
+    text = text.partition(SEE_ALSO)[0]
+    before, refer, after = text.partition(REFER_TO)
+    return after if refer else before
 
 
 def opens_a_line(text: str, title: str) -> bool:
@@ -54,11 +50,11 @@ def authors_entities(text: str, links: Iterable[str]) -> list[str]:
         The links that pass the title and line rules, each once, in `links` order.
     """
     body = cut_page_text(text)
-    out: list[str] = []
-    for link in links:
-        if link not in out and authors_valid_title(link) and opens_a_line(body, link):
-            out.append(link)
-    return out
+    return [
+        link
+        for link in dict.fromkeys(links)
+        if authors_valid_title(link) and opens_a_line(body, link)
+    ]
 
 
 def api_link_order(titles: Iterable[str]) -> list[str]:

@@ -7,7 +7,6 @@ the same strings, so both routes record and check one form.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
 from collections.abc import Mapping, Sequence
@@ -51,11 +50,6 @@ def _yaml_scalar(value) -> str:
     return json.dumps(value)
 
 
-def _factory(kind: str):
-    module_name, name = BACKENDS[kind].split(":")
-    return getattr(importlib.import_module(module_name), name)
-
-
 def backend_options(model: ModelOptions) -> dict:
     """The keyword options `load_backend` receives (batch size and adapter included)."""
     options = parse_backend_options(model.backend_option)
@@ -83,8 +77,10 @@ def check_model_options(model: ModelOptions) -> None:
             f"option 'backend_option': {model.backend_option!r} is not a list of KEY=VALUE "
             "strings (or, in YAML, a mapping)"
         )
+    from generation.backends.base import _backend_class
+
     options = backend_options(model)
-    parameters = inspect.signature(_factory(model.backend)).parameters
+    parameters = inspect.signature(_backend_class(model.backend)).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
         return
     taken = sorted(name for name in parameters if name != "model")
