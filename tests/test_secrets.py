@@ -291,7 +291,8 @@ def test_build_all_prints_and_stores_no_secret(capsys, tmp_path, route):
 
     _, stages = pipeline.load_config(config)
     recorded = json.loads(state.read_text())["questions"]["options"]
-    assert pipeline._recorded_options("questions", stages["questions"]) == recorded
+    options = pipeline._stage_options("questions", stages["questions"], "stage 'questions'")
+    assert pipeline._record(options) == recorded
 
 
 # --- evaluate's provenance of an answer run -----------------------------------------------------

@@ -182,7 +182,7 @@ def expand_rows(
             counts[r]["not_entailed"] += 1
         elif entity not in best[r] or score < best[r][entity][0]:
             best[r][entity] = (score, pid, text, answer)
-    return _output_rows(rows, page_entities, best, counts, scored)
+    return _output_rows(rows, best, counts, scored)
 
 
 def _prompts(rows, tasks, prompt_format: str, exemplars) -> list:
@@ -245,12 +245,12 @@ def _entailment_verdicts(rows, tasks, under, checker, suffix_rule: str) -> list[
 
 def _output_rows(
     rows: Sequence[Mapping],
-    page_entities: Mapping[str, Sequence[str]],
     best: Sequence[Mapping[str, tuple[float, str, str, str]]],
     counts: Sequence[Counter],
     scored: Sequence[Sequence[tuple[str, float]]],
 ) -> list[dict]:
-    """The output lines: seed answers first, then the kept answer of each entity in page order."""
+    """The output lines: seed answers first, then the kept answer of each entity in page order
+    (the order of `best`, filled in the order the tasks visit the entities)."""
     out = []
     for r, row in enumerate(rows):
         documents = [
@@ -258,12 +258,9 @@ def _output_rows(
             for d, a in zip(row["documents"], row["answers"], strict=True)
         ]
         scores: list[float | None] = [None] * len(documents)
-        seeds = [d["title"] for d in row["documents"]]
-        for entity in other_entities(page_entities[row["surface_name"]], seeds):
-            if entity in best[r]:
-                score, pid, text, answer = best[r][entity]
-                documents.append({"pid": pid, "title": entity, "text": text, "answer": answer})
-                scores.append(score)
+        for entity, (score, pid, text, answer) in best[r].items():
+            documents.append({"pid": pid, "title": entity, "text": text, "answer": answer})
+            scores.append(score)
         counts[r]["added"] = len(documents) - len(row["documents"])
         out.append(
             {
@@ -375,43 +372,20 @@ def _needed_passages(
     return seed_stage.entity_passages(collected) if drop_last_passage else collected
 
 
-def dry_run(
-    input_path: str,
-    output_path: str,
-    *,
-    passages: str,
-    disambiguation: str,
-    prompt_format: str = "authors",
-    exemplars: Sequence[Mapping] | None = None,
-    max_passages: int | None = None,
-    drop_last_passage: bool = False,
-    show_progress: bool = True,
-) -> int:
-    """Writes the exact prompt of every expansion candidate; loads no model, runs no NLI.
-
-    Args:
-        input_path, passages, disambiguation, prompt_format, exemplars, max_passages,
-            drop_last_passage: as for `run`.
-        output_path: JSONL, one line per prompt in sending order: `surface_name`, `entity`,
-            `pid`, and `prompt` (a string) or `messages` (chat messages).
-
-    Returns:
-        The number of prompts written.
-
-    Raises:
-        ValueError: bad input lines or an unknown prompt format.
-    """
-    check_prompt_format(prompt_format, PROMPT_FORMATS, exemplars)
-    rows, mapping = _read_inputs(input_path, disambiguation)
+def _dry_run(options: ExpandOptions, exemplars: Sequence[Mapping] | None) -> int:
+    """Writes the exact prompt of every expansion candidate, in sending order (one JSONL line
+    each: `surface_name`, `entity`, `pid`, `prompt` or `messages`); returns how many."""
+    rows, mapping = _read_inputs(options.input, options.disambiguation)
     ok = [r for r in rows if r["status"] == "ok"]
-    found = _needed_passages(ok, mapping, passages, max_passages, drop_last_passage, show_progress)
+    passage_rule = (options.max_passages, options.drop_last_passage, options.progress)
+    found = _needed_passages(ok, mapping, options.passages, *passage_rule)
     tasks = expansion_tasks(ok, mapping, found)
-    prompts = _prompts(ok, tasks, prompt_format, exemplars)
+    prompts = _prompts(ok, tasks, options.prompt_format, exemplars)
     out = [
         {"surface_name": ok[r]["surface_name"], "entity": entity, "pid": pid, **prompt_field(p)}
         for (r, entity, pid, _), p in zip(tasks, prompts, strict=True)
     ]
-    atomic_write_jsonl(output_path, out)
+    atomic_write_jsonl(options.output, out)
     return len(out)
 
 
@@ -508,12 +482,8 @@ def run(options: ExpandOptions, model: ModelOptions, entailment: EntailmentOptio
         options.prompt_format, PROMPT_FORMATS, options.exemplars
     )  # before the file is read
     exemplars = load_expansion_exemplars(options.exemplars) if options.exemplars else None
-    passage_rule = dict(max_passages=options.max_passages,
-                        drop_last_passage=options.drop_last_passage)  # fmt: skip
     if options.dry_run:
-        n = dry_run(options.input, options.output, passages=options.passages,
-                    disambiguation=options.disambiguation, prompt_format=options.prompt_format,
-                    exemplars=exemplars, show_progress=options.progress, **passage_rule)  # fmt: skip
+        n = _dry_run(options, exemplars)  # loads no model, runs no NLI
         print(f"expand: wrote {n} prompts to {options.output} (dry run)")
         return None
     _check_model(options.prompt_format, model)
@@ -529,7 +499,7 @@ def run(options: ExpandOptions, model: ModelOptions, entailment: EntailmentOptio
             prompt_format=options.prompt_format, exemplars=exemplars,
             suffix_rule=entailment.strip_disambiguation, chunk_size=options.chunk_size,
             overwrite=options.overwrite, settings=settings, show_progress=options.progress,
-            **passage_rule,
+            max_passages=options.max_passages, drop_last_passage=options.drop_last_passage,
         )  # fmt: skip
     finally:
         backend.close()

@@ -153,14 +153,6 @@ def list_entities(wikitext: str, namespaces: Iterable[str] = ()) -> list[str]:
     return list(out)
 
 
-def _open_dump(path: Path):
-    if path.suffix == ".bz2":
-        return bz2.open(path, "rb")
-    if path.suffix == ".gz":
-        return gzip.open(path, "rb")
-    return path.open("rb")
-
-
 def iter_disambiguation_pages(
     dump: str | os.PathLike,
     templates: Sequence[str] = DISAMBIGUATION_TEMPLATES,
@@ -191,7 +183,7 @@ def iter_disambiguation_pages(
     for key in ("pages_read", "articles", "redirects", "disambiguation_pages", "invalid_titles"):
         stats.setdefault(key, 0)
     path = Path(dump)
-    with _open_dump(path) as f:
+    with {".bz2": bz2.open, ".gz": gzip.open}.get(path.suffix, open)(path, "rb") as f:
         try:
             parsed = mwxml.Dump.from_file(f)
         except Exception as err:  # mwxml raises several types on a non-dump file

@@ -146,9 +146,10 @@ def input_paths(options: Mapping[str, object]) -> list[Path]:
 
 
 def why_not_done(
-    name: str, options: Mapping[str, object], state: Mapping[str, object]
+    name: str, options: Mapping[str, object], state: Mapping, record: dict
 ) -> str | None:
-    """None when the stage is done (docs/building-stages.md), else the reason it must run."""
+    """None when the stage is done (docs/building-stages.md), else the reason it must run
+    (`record`: its options as the state file records them)."""
     output = _output_of(options)
     if not output.exists():
         return f"{output} does not exist"
@@ -159,7 +160,7 @@ def why_not_done(
     if partial_path(output).exists():
         return f"an interrupted run left {partial_path(output)}"
     recorded = state.get(name)
-    if recorded is not None and recorded.get("options") != _recorded_options(name, options):
+    if recorded is not None and recorded.get("options") != record:
         return "its options changed since the last run"
     done_at = _mtime(output)
     for path in input_paths(options):
@@ -208,7 +209,10 @@ def run(
     state_path = workdir / STATE_FILE
     state = _read_state(state_path)
     for name in [s for s in stages if only is None or s in set(only)]:
-        reason = "overwrite" if name in overwrite else why_not_done(name, stages[name], state)
+        record = _record(parsed[name])
+        reason = (
+            "overwrite" if name in overwrite else why_not_done(name, stages[name], state, record)
+        )
         if reason is None:
             print(f"[build all] {name}: done, skipped")
             continue
@@ -222,7 +226,7 @@ def run(
         if status != 0:
             print(f"[build all] {name} failed with status {status}", file=sys.stderr)
             return status
-        state[name] = {"options": _record(parsed[name]), "seconds": round(time.time() - started, 1)}
+        state[name] = {"options": record, "seconds": round(time.time() - started, 1)}
         workdir.mkdir(parents=True, exist_ok=True)
         atomic_write_json(state_path, state)
     return 0
@@ -254,11 +258,6 @@ def _record(options: Sequence[object]) -> dict:
     as `***`)."""
     # YAML scalars may be dates etc.: record what JSON round-trips, so old == new compares.
     return secrets.scrub(normalise({k: v for o in options for k, v in asdict(o).items()}))
-
-
-def _recorded_options(name: str, options: Mapping[str, object]) -> dict:
-    """The options as `run` records them (defaults filled in), to compare with the record."""
-    return _record(_stage_options(name, options, f"stage {name!r}"))
 
 
 def _read_state(path: Path) -> dict:

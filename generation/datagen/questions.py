@@ -220,27 +220,10 @@ def _check_format(prompt_format: str, exemplars: Sequence[Mapping] | None) -> No
         print("questions: --exemplars is not used by the instruction format", file=sys.stderr)
 
 
-def dry_run(
-    input_path: str,
-    output_path: str,
-    *,
-    prompt_format: str = "chat",
-    exemplars: Sequence[Mapping] | None = None,
-) -> int:
-    """Writes the exact model input of every seed pair; loads no model, sends no request.
-
-    Args:
-        input_path: the seed stage's output.
-        output_path: JSONL, one line per seed pair: `surface_name`, `docs` (`title`, `text`,
-            `pid` of the passages shown, in order) and `prompt` (a string) or `messages`.
-        prompt_format, exemplars: as for `run`.
-
-    Returns:
-        The number of lines written.
-
-    Raises:
-        ValueError: bad input rows or an unknown prompt format.
-    """
+def _dry_run(input_path: str, output_path: str, prompt_format: str, exemplars) -> int:
+    """Writes the exact model input of every seed pair (one JSONL line each: `surface_name`,
+    `docs` shown in order with `title`, `text`, `pid`, and `prompt` or `messages`); returns how
+    many."""
     _check_format(prompt_format, exemplars)
     rows = read_stage(input_path)
     validate_seed_rows(rows, source=str(input_path))
@@ -363,9 +346,7 @@ def run(options: QuestionsOptions, model: ModelOptions) -> dict | None:
             options.prompt_format, model, backend, dry_run=options.dry_run
         )
         if options.dry_run:
-            n = dry_run(
-                options.input, options.output, prompt_format=prompt_format, exemplars=exemplars
-            )
+            n = _dry_run(options.input, options.output, prompt_format, exemplars)
             print(f"questions: wrote {n} model inputs to {options.output} (dry run)")
             return None
         return generate_questions(
