@@ -15,12 +15,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from generation.backends.base import Backend
+from generation.datagen import model_options, stage_io
 from generation.datagen import seed as seed_stage
-from generation.datagen.entailment import (
-    EntailmentChecker,
-    EntailmentItem,
-    disambiguate_question,
-)
+from generation.datagen.entailment import EntailmentChecker, EntailmentItem, disambiguate_question
 from generation.datagen.filter import (
     MAX_ANSWER_PIECES,
     EntailmentOptions,
@@ -28,24 +25,7 @@ from generation.datagen.filter import (
     make_checker,
     too_many_sentences,
 )
-from generation.datagen.model_options import (
-    ModelOptions,
-    check_model_loadable,
-    check_prompt_format,
-    has_chat_template,
-    make_backend,
-    model_settings,
-    no_chat_template,
-    prompt_field,
-)
-from generation.datagen.stage_io import (
-    check_output,
-    chunked_work,
-    keyed_rows,
-    read_stage,
-    stage_main,
-    write_stage,
-)
+from generation.datagen.model_options import ModelOptions
 from generation.io.passages import collect_passages
 from generation.io.records import atomic_write_jsonl, read_records
 from generation.options import check_at_least, option
@@ -80,7 +60,7 @@ def other_entities(page_titles: Sequence[str], seed_titles: Sequence[str]) -> li
 
 
 def _validate(rows: Sequence[Mapping], mapping: Mapping, source: str) -> None:
-    for row, where in keyed_rows(rows, source):
+    for row, where in stage_io.keyed_rows(rows, source):
         if "status" not in row:
             raise ValueError(f"{where}: field 'status' missing (expand reads the filter output)")
         if row["status"] != "ok":
@@ -282,23 +262,22 @@ def expand_answers(
     passages: str,
     disambiguation: str,
     checker: EntailmentChecker | None,
+    settings: Mapping | None = None,
+    suffix_rule: str = "exact",
+    max_passages: int | None = None,
+    drop_last_passage: bool = False,
     threshold: float = THRESHOLD,
     max_new_tokens: int = MAX_NEW_TOKENS,
     prompt_format: str = "authors",
     exemplars: Sequence[Mapping] | None = None,
-    suffix_rule: str = "exact",
-    max_passages: int | None = None,
-    drop_last_passage: bool = False,
     chunk_size: int = 16,
     overwrite: bool = False,
-    settings: Mapping | None = None,
     show_progress: bool = True,
 ) -> dict:
     """Runs the expand stage (docs/building-stages.md, "expand").
 
     Args:
-        input_path: the filter stage's output.
-        output_path: this stage's output (JSONL, or Parquet by extension).
+        input_path, output_path: the filter stage's output; this one's (JSONL, or Parquet).
         backend: the QA model.
         passages: the DPR passage TSV.
         disambiguation: the map JSON `{page: [entity titles]}`.
@@ -318,7 +297,7 @@ def expand_answers(
     Raises:
         ValueError: bad input lines (naming the line and field), or resuming with other settings.
     """
-    check_prompt_format(prompt_format, PROMPT_FORMATS, exemplars)
+    model_options.check_prompt_format(prompt_format, PROMPT_FORMATS, exemplars)
     rows, mapping = _read_inputs(input_path, disambiguation)
     ok = [r for r in rows if r["status"] == "ok"]
     # what decides each answer, passed to `expand_rows` and checked when a run resumes
@@ -340,15 +319,17 @@ def expand_answers(
 
     work = dict(chunk_size=chunk_size, overwrite=overwrite, show_progress=show_progress)
     inputs = [input_path, passages, disambiguation]
-    with chunked_work(output_path, ok, expander, run_settings, inputs, "expand", **work) as out:
+    with stage_io.chunked_work(
+        output_path, ok, expander, run_settings, inputs, "expand", **work
+    ) as out:
         stats = _stats(rows, out)
         stats["entailment"] = "skipped" if checker is None else "checked"
-        return write_stage(output_path, out, stats, stage="expand")
+        return stage_io.write_stage(output_path, out, stats, stage="expand")
 
 
 def _read_inputs(input_path: str, disambiguation: str) -> tuple[list[dict], dict]:
     """The filter lines and the disambiguation map, checked against each other."""
-    rows = read_stage(input_path)
+    rows = stage_io.read_stage(input_path)
     mapping = seed_stage.read_disambiguation_map(disambiguation)
     _validate(rows, mapping, str(input_path))
     return rows, mapping
@@ -382,7 +363,12 @@ def _dry_run(options: ExpandOptions, exemplars: Sequence[Mapping] | None) -> int
     tasks = expansion_tasks(ok, mapping, found)
     prompts = _prompts(ok, tasks, options.prompt_format, exemplars)
     out = [
-        {"surface_name": ok[r]["surface_name"], "entity": entity, "pid": pid, **prompt_field(p)}
+        {
+            "surface_name": ok[r]["surface_name"],
+            "entity": entity,
+            "pid": pid,
+            **model_options.prompt_field(p),
+        }
         for (r, entity, pid, _), p in zip(tasks, prompts, strict=True)
     ]
     atomic_write_jsonl(options.output, out)
@@ -477,8 +463,8 @@ def run(options: ExpandOptions, model: ModelOptions, entailment: EntailmentOptio
     Returns:
         The saved statistics (None for a dry run).
     """
-    check_output(options.output)
-    check_prompt_format(
+    stage_io.check_output(options.output)
+    model_options.check_prompt_format(
         options.prompt_format, PROMPT_FORMATS, options.exemplars
     )  # before the file is read
     exemplars = load_expansion_exemplars(options.exemplars) if options.exemplars else None
@@ -486,11 +472,16 @@ def run(options: ExpandOptions, model: ModelOptions, entailment: EntailmentOptio
         n = _dry_run(options, exemplars)  # loads no model, runs no NLI
         print(f"expand: wrote {n} prompts to {options.output} (dry run)")
         return None
-    _check_model(options.prompt_format, model)
-    settings = model_settings(model)
+    # A model that is not there, or `chat` asked of one without a chat template, is reported
+    # before the passage file is streamed (from the tokenizer: no weights load).
+    if options.prompt_format != "chat":
+        model_options.check_model_loadable(model)
+    elif model.backend in ("hf", "vllm", "openai") and not model_options.has_chat_template(model):
+        raise model_options.no_chat_template(model, "plain or authors")
+    settings = model_options.model_settings(model)
     if entailment.entailment:
         settings.update(entailment_settings(entailment))
-    backend = make_backend(model)
+    backend = model_options.make_backend(model)
     try:
         return expand_answers(
             options.input, options.output, backend, passages=options.passages,
@@ -505,24 +496,9 @@ def run(options: ExpandOptions, model: ModelOptions, entailment: EntailmentOptio
         backend.close()
 
 
-def _check_model(prompt_format: str, model: ModelOptions) -> None:
-    """A model that is not there, or `chat` asked of one without a chat template, is reported
-    before the passage file is streamed (from the tokenizer: no weights load)."""
-    if prompt_format != "chat":
-        check_model_loadable(model)
-    elif model.backend in ("hf", "vllm", "openai") and not has_chat_template(model):
-        raise no_chat_template(model, "plain or authors")
-
-
 OPTIONS = (ExpandOptions, ModelOptions, EntailmentOptions)
-
-
-def main(argv: list[str] | None = None) -> int:
-    description = (
-        "Answer set expansion over the page's other entities (docs/pipeline.md section 4)."
-    )
-    return stage_main("expand", description, argv, __name__)
-
+DESCRIPTION = "Answer set expansion over the page's other entities (docs/pipeline.md section 4)."
+main = stage_io.stage_main("expand", __name__)
 
 if __name__ == "__main__":
     sys.exit(main())

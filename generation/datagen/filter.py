@@ -164,10 +164,10 @@ def filter_questions(
     output_path: str,
     *,
     checker: EntailmentChecker | None,
+    settings: Mapping | None = None,
     suffix_rule: str = "exact",
     chunk_size: int = 64,
     overwrite: bool = False,
-    settings: Mapping | None = None,
     show_progress: bool = True,
 ) -> dict:
     """Gives every line of `input_path` a status and writes them all to `output_path`.
@@ -331,12 +331,8 @@ def run(options: FilterOptions, entailment: EntailmentOptions) -> dict:
 
 
 OPTIONS = (FilterOptions, EntailmentOptions)
-
-
-def main(argv: list[str] | None = None) -> int:
-    description = "not formatted / not ambiguous / not entailed (docs/pipeline.md section 3)."
-    return stage_main("filter", description, argv, __name__)
-
+DESCRIPTION = "not formatted / not ambiguous / not entailed (docs/pipeline.md section 3)."
+main = stage_main("filter", __name__)
 
 if __name__ == "__main__":
     sys.exit(main())

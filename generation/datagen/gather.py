@@ -422,12 +422,8 @@ class GatherOptions:
 
 
 OPTIONS = (GatherOptions,)
-
-
-def main(argv: list[str] | None = None) -> int:
-    description = "Build the disambiguation map {page: [entity titles]} (docs/pipeline.md §1)."
-    return stage_main("gather", description, argv, __name__)
-
+DESCRIPTION = "Build the disambiguation map {page: [entity titles]} (docs/pipeline.md §1)."
+main = stage_main("gather", __name__)
 
 if __name__ == "__main__":
     sys.exit(main())

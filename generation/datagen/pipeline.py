@@ -169,14 +169,6 @@ def why_not_done(
     return None
 
 
-def _free_memory() -> None:
-    """Drops the finished stage's models before the next stage loads its own."""
-    gc.collect()
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
-        torch.cuda.empty_cache()
-
-
 def run(
     config_path: str | os.PathLike,
     overwrite: Iterable[str] = (),
@@ -222,7 +214,6 @@ def run(
             continue
         started = time.time()
         status = _run_stage(name, parsed[name], overwrite=name in overwrite)
-        _free_memory()
         if status != 0:
             print(f"[build all] {name} failed with status {status}", file=sys.stderr)
             return status
@@ -239,7 +230,12 @@ def _run_stage(name: str, options: tuple, overwrite: bool) -> int:
     ]
     run = importlib.import_module(STAGES[name][0]).run
     # The stage's own name in its error line; a failed stage stops the chain.
-    return guard(f"ambigdocs build {name}", lambda: call_stage(run, options))
+    status = guard(f"ambigdocs build {name}", lambda: call_stage(run, options))
+    gc.collect()  # drops the stage's models before the next stage loads its own
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return status
 
 
 def _stage_options(name: str, options: Mapping[str, object], where: str) -> tuple:

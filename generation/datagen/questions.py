@@ -240,8 +240,7 @@ def _dry_run(input_path: str, output_path: str, prompt_format: str, exemplars) -
 
 
 def _with_question(row: Mapping, text: str, parse_rule: str) -> dict:
-    parsed = _PARSERS[parse_rule](text)
-    question, answers = parsed if parsed else (None, None)
+    question, answers = _PARSERS[parse_rule](text) or (None, None)
     return {**row, "question": question, "answers": answers, "raw_output": text}
 
 
@@ -367,12 +366,8 @@ def run(options: QuestionsOptions, model: ModelOptions) -> dict | None:
 
 
 OPTIONS = (QuestionsOptions, ModelOptions)
-
-
-def main(argv: list[str] | None = None) -> int:
-    description = "A question and two answers per seed pair (docs/pipeline.md section 3)."
-    return stage_main("questions", description, argv, __name__)
-
+DESCRIPTION = "A question and two answers per seed pair (docs/pipeline.md section 3)."
+main = stage_main("questions", __name__)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -389,12 +389,8 @@ class SeedOptions:
 
 
 OPTIONS = (SeedOptions,)
-
-
-def main(argv: list[str] | None = None) -> int:
-    description = "Select one seed document pair per disambiguation page (docs/pipeline.md §2)."
-    return stage_main("seed", description, argv, __name__)
-
+DESCRIPTION = "Select one seed document pair per disambiguation page (docs/pipeline.md §2)."
+main = stage_main("seed", __name__)
 
 if __name__ == "__main__":
     sys.exit(main())

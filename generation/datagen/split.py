@@ -233,12 +233,8 @@ class SplitOptions:
 
 
 OPTIONS = (SplitOptions,)
-
-
-def main(argv: list[str] | None = None) -> int:
-    description = "Split examples 60/10/30 with no passage shared between splits (§5)."
-    return stage_main("split", description, argv, __name__)
-
+DESCRIPTION = "Split examples 60/10/30 with no passage shared between splits (§5)."
+main = stage_main("split", __name__)
 
 if __name__ == "__main__":
     sys.exit(main())

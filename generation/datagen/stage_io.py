@@ -99,12 +99,18 @@ def call_stage(run: Callable, options: Sequence) -> Any:
     return run(**asdict(options[0])) if len(options) == 1 else run(*options)
 
 
-def stage_main(name: str, description: str, argv: Sequence[str] | None, module: str) -> int:
-    """`main` of the build stage `name` defined in `module` (its `__name__`, `__main__` too):
-    parses `argv` into the module's `OPTIONS` and runs its `run`, inside the error boundary."""
-    stage = sys.modules[module]
-    call = lambda *options: call_stage(stage.run, options)  # noqa: E731
-    return run_command(f"ambigdocs build {name}", description, stage.OPTIONS, call, argv)
+def stage_main(name: str, module: str) -> Callable[..., int]:
+    """The `main(argv) -> int` of the build stage `name` defined in `module` (its `__name__`,
+    `__main__` too): parses `argv` into the module's `OPTIONS` (its `DESCRIPTION` in `--help`)
+    and calls its `run`, all looked up at the call, inside the error boundary."""
+
+    def main(argv: Sequence[str] | None = None) -> int:
+        stage = sys.modules[module]
+        call = lambda *options: call_stage(stage.run, options)  # noqa: E731
+        prog = f"ambigdocs build {name}"
+        return run_command(prog, stage.DESCRIPTION, stage.OPTIONS, call, argv)
+
+    return main
 
 
 def stats_path(path: str | os.PathLike) -> Path:
@@ -150,8 +156,7 @@ def status_counts(records: Iterable[Mapping], field: str = "status") -> dict[str
     total = sum(counts.values())
     out: dict[str, object] = {"total": total}
     for status, n in counts.items():
-        out[status] = n
-        out[f"{status}_fraction"] = n / total if total else 0.0
+        out.update({status: n, f"{status}_fraction": n / total})
     return out
 
 
