@@ -152,12 +152,9 @@ class LazyEntailmentChecker:
                 self._checker = load_entailment_checker(**self.options)
             except (OSError, ImportError, ValueError) as err:
                 # A model that is not there is bad input (one line, exit status 2), not a crash.
-                models = (
-                    f"{self.options.get('converter_model')!r}, {self.options.get('nli_model')!r}"
-                )
-                raise ValueError(
-                    f"entailment models {models}: cannot load them ({one_line(err)})"
-                ) from err
+                names = [repr(self.options.get(k)) for k in ("converter_model", "nli_model")]
+                why = f"cannot load them ({one_line(err)})"
+                raise ValueError(f"entailment models {', '.join(names)}: {why}") from err
         return self._checker.check(items)
 
 

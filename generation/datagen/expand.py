@@ -35,6 +35,8 @@ from metric.ambigdocs_metric.scoring import parse_documents
 THRESHOLD = 0.2
 MAX_NEW_TOKENS = 50
 PROMPT_FORMATS = ("authors", "plain", "chat")
+# The counts of each line's `expansion`, before `added` and the per-threshold counts.
+_COUNTS = ("candidates", "unformatted", "above_threshold", "not_entailed")
 # Thresholds whose effect the statistics report (inf: the authors' script, no threshold).
 THRESHOLD_GRID = (0.05, 0.1, 0.2, 0.3, 0.5, 1.0, math.inf)
 
@@ -184,10 +186,7 @@ def _score_candidates(num_rows: int, tasks, generations, threshold: float, backe
     Raises:
         ValueError: the back-end returned no score.
     """
-    counts = [
-        Counter(candidates=0, unformatted=0, above_threshold=0, not_entailed=0)
-        for _ in range(num_rows)
-    ]
+    counts = [Counter(dict.fromkeys(_COUNTS, 0)) for _ in range(num_rows)]
     scored: list[list[tuple[str, float]]] = [[] for _ in range(num_rows)]
     under = []
     for t, ((r, entity, _, _), gen) in enumerate(zip(tasks, generations, strict=True)):
@@ -390,9 +389,7 @@ def _stats(rows: Sequence[Mapping], out: Sequence[Mapping]) -> dict:
         "skipped_not_ok": len(rows) - len(out),
         "questions": len(out),
         "answers": sum(len(r["documents"]) for r in out),
-        **{f"expansion_{k}": totals[k] for k in ("candidates", "unformatted", "above_threshold")},
-        "expansion_not_entailed": totals["not_entailed"],
-        "expansion_added": totals["added"],
+        **{f"expansion_{k}": totals[k] for k in (*_COUNTS, "added")},
         **{f"questions_with_{n}_answers": per_question[n] for n in sorted(per_question)},
         **{
             key: {str(t): total[str(t)] for t in THRESHOLD_GRID}

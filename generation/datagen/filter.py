@@ -64,9 +64,8 @@ def format_problem(question, answers) -> str | None:
     Returns:
         `unparsed` (no question or not two answers) or `answer_too_long`, or None.
     """
-    if not isinstance(question, str) or not isinstance(answers, list) or len(answers) != 2:
-        return "unparsed"
-    if not all(isinstance(a, str) for a in answers):
+    two = isinstance(answers, list) and len(answers) == 2
+    if not isinstance(question, str) or not two or not all(isinstance(a, str) for a in answers):
         return "unparsed"
     if any(too_many_sentences(a) for a in answers):
         return "answer_too_long"

@@ -8,6 +8,7 @@ a dump cannot reproduce: docs/building-seed.md, "gather".
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 SEE_ALSO = "See also"
@@ -119,12 +120,8 @@ def dump_plain_text(wikitext: str) -> str:
     import mwparserfromhell
 
     rendered = _render(mwparserfromhell.parse(wikitext).nodes)
-    lines = [line.strip() for line in rendered.split("\n")]
-    out: list[str] = []
-    for line in lines:
-        if line or (out and out[-1]):
-            out.append(line)
-    return "\n".join(out).strip()
+    lines = "\n".join(line.strip() for line in rendered.split("\n"))
+    return re.sub(r"\n\n+", "\n\n", lines).strip()
 
 
 def normalize_title(name: str) -> str:

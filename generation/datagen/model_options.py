@@ -100,15 +100,11 @@ class StageBackend(LazyBackend):
 
     @property
     def loaded(self):
-        if self._backend is None:
+        try:
+            return super().loaded
+        except (OSError, ImportError) as err:
             kind, name, _ = self._args
-            try:
-                return super().loaded
-            except (OSError, ImportError) as err:
-                raise ValueError(
-                    f"{kind} model {name!r}: cannot load it ({one_line(err)})"
-                ) from err
-        return self._backend
+            raise ValueError(f"{kind} model {name!r}: cannot load it ({one_line(err)})") from err
 
 
 def make_backend(model: ModelOptions, defaults: Mapping | None = None) -> StageBackend:
