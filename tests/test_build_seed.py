@@ -22,7 +22,7 @@ from generation.io.passages import collect_passages, write_passages_tsv
 
 def _value(text_a: str, text_b: str) -> tuple[int, str]:
     """The fast module's (n, overlap) for a pair, 0/"" when not a candidate."""
-    a, b = ov.prepare(text_a), ov.prepare(text_b)
+    a, b = ov.PreparedPassage(text_a), ov.PreparedPassage(text_b)
     n, start = ov.pair_overlap(a, b)
     return n, ov.overlap_words(a, n, start) if n else ""
 

@@ -67,6 +67,17 @@ class EntailmentItem:
     text: str
 
 
+def entailment_item(
+    question: str, surface_name: str, title: str, text: str, answer: str, suffix_rule: str = "exact"
+) -> EntailmentItem:
+    """The check of `answer`, found in the passage (`title`, `text`), for the question `q_sn`:
+    `q_DE` has the title for the surface name (`suffix_rule` `exact`: only a lower-case
+    `(disambiguation)` leaves the name, as in the authors' scripts; `any-case`)."""
+    exact = suffix_rule == "exact"
+    q_de = disambiguate_question(question, surface_name, title, case_sensitive_suffix=exact)
+    return EntailmentItem(question=q_de, answer=answer, title=title, text=text)
+
+
 @dataclass
 class EntailmentResult:
     """What the check found for one item.

@@ -17,7 +17,7 @@ from typing import Literal
 from generation.backends.base import Backend
 from generation.datagen import model_options, stage_io
 from generation.datagen import seed as seed_stage
-from generation.datagen.entailment import EntailmentChecker, EntailmentItem, disambiguate_question
+from generation.datagen.entailment import EntailmentChecker, entailment_item
 from generation.datagen.filter import (
     MAX_ANSWER_PIECES,
     EntailmentOptions,
@@ -212,13 +212,8 @@ def _entailment_verdicts(rows, tasks, under, checker, suffix_rule: str) -> list[
     items = []
     for t, answer, _ in under:
         r, entity, _, text = tasks[t]
-        question = disambiguate_question(
-            rows[r]["question"],
-            rows[r]["surface_name"],
-            entity,
-            case_sensitive_suffix=suffix_rule == "exact",
-        )
-        items.append(EntailmentItem(question=question, answer=answer, title=entity, text=text))
+        q, sn = rows[r]["question"], rows[r]["surface_name"]
+        items.append(entailment_item(q, sn, entity, text, answer, suffix_rule))
     return [res.entailed for res in checker.check(items)]
 
 

@@ -20,7 +20,7 @@ from generation.datagen.entailment import (
     EntailmentChecker,
     EntailmentItem,
     LazyEntailmentChecker,
-    disambiguate_question,
+    entailment_item,
 )
 from generation.datagen.stage_io import (
     check_output,
@@ -115,16 +115,9 @@ def ambiguity_problem(
 
 def entailment_items(row: Mapping, suffix_rule: str = "exact") -> list[EntailmentItem]:
     """The two (q_DE, answer, passage) checks of one line."""
-    exact = suffix_rule == "exact"
+    q, sn = row["question"], row["surface_name"]
     return [
-        EntailmentItem(
-            question=disambiguate_question(
-                row["question"], row["surface_name"], doc["title"], case_sensitive_suffix=exact
-            ),
-            answer=answer,
-            title=doc["title"],
-            text=doc["text"],
-        )
+        entailment_item(q, sn, doc["title"], doc["text"], answer, suffix_rule)
         for doc, answer in zip(row["documents"], row["answers"], strict=True)
     ]
 

@@ -64,11 +64,6 @@ class PreparedPassage:
         return [s for s in range(first, len(w) - _GRAM + 1) if tuple(w[s : s + _GRAM]) == gram]
 
 
-def prepare(text: str) -> PreparedPassage:
-    """Prepares a passage for `pair_overlap`."""
-    return PreparedPassage(text)
-
-
 def too_similar(a_set: frozenset | set, b_set: frozenset | set) -> bool:
     """The Jaccard skip, computed with the same integer counts and float division as the authors.
 

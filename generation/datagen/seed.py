@@ -10,7 +10,7 @@ import os
 import random
 import sys
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -115,7 +115,7 @@ def _select_fast(page, titles, passages, positions, tie_break, seed) -> dict | N
     prepared: dict[str, list[ov.PreparedPassage]] = {}
     for i in positions:
         if titles[i] not in prepared:
-            prepared[titles[i]] = [ov.prepare(text) for _, text in passages[titles[i]]]
+            prepared[titles[i]] = [ov.PreparedPassage(text) for _, text in passages[titles[i]]]
 
     # A candidate needs a 4-word sequence common to two entity positions. Set operations in C
     # find those sequences; in real pages most passages hold none and never reach the pair loop.
@@ -206,11 +206,6 @@ def _select_task(task, tie_break: str, seed: int, method: str) -> tuple[str, dic
     page, titles, passages = task
     select = select_seed_pair if method == "fast" else select_seed_pair_dp
     return page, select(page, titles, passages, tie_break=tie_break, seed=seed)
-
-
-def _tasks(pages, passages) -> Iterator[tuple[str, list[str], dict]]:
-    for page, titles in pages.items():
-        yield page, titles, {t: passages[t] for t in set(titles) if t in passages}
 
 
 def run(
@@ -321,15 +316,17 @@ def _select_pairs(todo, usable, work, tie_break, seed, method, num_proc, progres
 
     worker = partial(_select_task, tie_break=tie_break, seed=seed, method=method)
     bar = tqdm(total=len(todo), desc="seed pairs", unit="page", disable=not progress)
+    # (page, titles, the passages of its titles), made as the workers take them
+    tasks = ((p, ts, {t: usable[t] for t in set(ts) if t in usable}) for p, ts in todo.items())
     batch, pool = [], None
     try:
         if num_proc > 1 and len(todo) > 1:
             import multiprocessing
 
             pool = multiprocessing.get_context("spawn").Pool(num_proc)
-            results = pool.imap(worker, _tasks(todo, usable), chunksize=8)
+            results = pool.imap(worker, tasks, chunksize=8)
         else:
-            results = map(worker, _tasks(todo, usable))
+            results = map(worker, tasks)
         for page, record in results:
             batch.append({"surface_name": page, "selected": record})
             bar.update()
