@@ -139,8 +139,9 @@ def run(
     """
     check_fractions(fractions)
     out = Path(output_dir)
-    check_replaceable(out, _split_file, f"--output-dir {out}", "a split's")
-    with output_lock(out, f"--output-dir {out}"):  # one run at a time
+    where = f"--output-dir {out}"
+    check_replaceable(out, _split_file, where, "a split's")
+    with output_lock(out, where):  # one run at a time
         rows = read_stage(input)
         kept, skipped = _release_rows(rows, input, progress)
         groups = passage_groups(kept)
@@ -159,7 +160,11 @@ def run(
             **{f"{split}_fraction": len(ix) / len(kept) for split, ix in assigned.items()},
             "seed": seed,
         }
-        _write_folder(out, {split: [kept[i] for i in ix] for split, ix in assigned.items()}, stats)
+        # The whole folder at once: readers see the old set or the new one, never a mix.
+        with replace_folder(out, _split_file, where, "a split's") as new:
+            for split, ix in assigned.items():
+                atomic_write_json(new / _file_name(split), [kept[i] for i in ix], indent=None)
+            atomic_write_json(stats_path(new / "split"), stats)
         print(format_stats(stats))
         return stats
 
@@ -193,14 +198,6 @@ def _check_not_empty(
 # What a split folder holds; anything else in --output-dir is the user's and is never replaced.
 def _split_file(path: Path) -> bool:
     return path.name in {_file_name(s) for s in SPLITS} | {stats_path("split").name}
-
-
-def _write_folder(out: Path, splits: Mapping[str, list[dict]], stats: Mapping) -> None:
-    """Writes the whole split folder: readers see the old set or the new one, never a mix."""
-    with replace_folder(out, _split_file, f"--output-dir {out}", "a split's") as new:
-        for split, rows in splits.items():
-            atomic_write_json(new / _file_name(split), rows, indent=None)
-        atomic_write_json(stats_path(new / "split"), dict(stats))
 
 
 def _check_disjoint(rows: Sequence[Mapping], assigned: Mapping[str, Sequence[int]]) -> None:
