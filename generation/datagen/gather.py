@@ -248,12 +248,8 @@ def run(
         The statistics as saved.
     """
     _check_options(source, entity_rule, min_entities, max_entities, templates)
-    require(
-        "build",
-        "mwparserfromhell",
-        *(["mwxml"] if source != "api" else []),
-        what="reading a MediaWiki dump",
-    )
+    readers = ["mwparserfromhell"] if source == "api" else ["mwparserfromhell", "mwxml"]
+    require("build", *readers, what="reading a MediaWiki dump")
     check_output(output)
     counts: dict[str, int] = {}
     if source == "api":

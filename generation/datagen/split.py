@@ -81,13 +81,10 @@ def passage_groups(rows: Sequence[Mapping]) -> list[list[int]]:
 
 def check_fractions(fractions: Sequence[float]) -> None:
     """Refuses split shares that are not three non-negative numbers summing to 1 (NaN too)."""
-    numbers = all(isinstance(f, (int, float)) and not isinstance(f, bool) for f in fractions)
-    if (
-        len(fractions) != 3
-        or not numbers
-        or not all(f >= 0 for f in fractions)
-        or not abs(sum(fractions) - 1) <= 1e-6
-    ):
+    shares = all(
+        isinstance(f, (int, float)) and not isinstance(f, bool) and f >= 0 for f in fractions
+    )
+    if len(fractions) != 3 or not shares or not abs(sum(fractions) - 1) <= 1e-6:
         raise ValueError(f"fractions must be three non-negative numbers summing to 1: {fractions}")
 
 

@@ -163,11 +163,11 @@ def status_counts(records: Iterable[Mapping], field: str = "status") -> dict[str
 def format_stats(stats: Mapping[str, object]) -> str:
     """A small aligned table of a stage's statistics."""
     width = max(map(len, stats))
-    lines = []
-    for k, v in stats.items():
-        shown = f"{v:.1%}" if k.endswith("_fraction") and isinstance(v, float) else v
-        lines.append(f"  {k.ljust(width)}  {shown}")
-    return "\n".join(lines)
+    shown = {
+        k: f"{v:.1%}" if k.endswith("_fraction") and isinstance(v, float) else v
+        for k, v in stats.items()
+    }
+    return "\n".join(f"  {k.ljust(width)}  {v}" for k, v in shown.items())
 
 
 def keyed_rows(rows: Sequence[Mapping], source: str) -> Iterator[tuple[Mapping, str]]:
