@@ -12,6 +12,7 @@ and the normalisation takes a fast path that is exactly equivalent to the SQuAD-
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections import Counter
@@ -560,15 +561,8 @@ def score_example(
     Returns:
         The example's scores.
     """
-    y = clean_prediction(prediction)
-    docs = scored_documents(reference, shown, score_documents)
-    strings = [y, surface_name(reference.ambiguous_entity)]
-    for d in docs:
-        strings += [d.answer, bare_title(d.title)]
-    k_words = (
-        None if shown is None else _raw_words(k_precision_reference(reference.question, shown))
-    )
-    return _score_tokenized(y, [tokens(x) for x in strings], docs, k_words)
+    contexts = None if shown is None else [shown]
+    return score_parsed([prediction], [reference], contexts, score_documents)[0]
 
 
 def _score_tokenized(
@@ -706,56 +700,48 @@ def score_examples(
     references: Sequence[Mapping],
     contexts: Sequence[Sequence[Mapping] | None] | None = None,
     score_documents: str = "first5",
+    *,
+    validated: bool = False,
 ) -> list[ExampleScores]:
-    """Scores many answers (see `score_example`); inputs are validated first.
+    """Scores many answers (see `score_example`), every string tokenised in one batch.
+
+    Args:
+        validated: `references` are `validate_inputs`' parsed rows (`score_parsed`): no checks.
 
     Raises:
         ValueError: bad input, naming the example and the field.
     """
-    if score_documents not in SCORE_DOCUMENTS:
-        raise ValueError(
-            f"score_documents must be one of {SCORE_DOCUMENTS}, got {score_documents!r}"
-        )
-    parsed = validate_inputs(predictions, references, contexts)
-    return score_parsed(predictions, parsed, contexts, score_documents)
-
-
-def score_parsed(
-    predictions: Sequence[str],
-    references: Sequence[Reference],
-    contexts: Sequence[Sequence[Mapping] | None] | None = None,
-    score_documents: str = "first5",
-) -> list[ExampleScores]:
-    """`score_examples` on validated input: every string is tokenised in one batch."""
-    with gc_paused():
-        return _score_parsed(predictions, references, contexts, score_documents)
-
-
-def _score_parsed(
-    predictions: Sequence[str],
-    references: Sequence[Reference],
-    contexts: Sequence[Sequence[Mapping] | None] | None,
-    score_documents: str,
-) -> list[ExampleScores]:
+    if not validated:
+        if score_documents not in SCORE_DOCUMENTS:
+            raise ValueError(
+                f"score_documents must be one of {SCORE_DOCUMENTS}, got {score_documents!r}"
+            )
+        references = validate_inputs(predictions, references, contexts)
     if contexts is None:
         contexts = [None] * len(references)
-    ys = [clean_prediction(p) for p in predictions]
-    docs_of = [
-        scored_documents(r, c, score_documents) for r, c in zip(references, contexts, strict=True)
-    ]
-    strings: list[str] = []
-    for y, ref, docs in zip(ys, references, docs_of, strict=True):
-        strings += [y, surface_name(ref.ambiguous_entity)]
-        for d in docs:
-            strings += [d.answer, bare_title(d.title)]
-    toks = tokens_many(strings)
-    k_words = _k_words_many([r.question for r in references], contexts)
-    out, at = [], 0
-    for y, docs, kw in zip(ys, docs_of, k_words, strict=True):
-        width = 2 + 2 * len(docs)
-        out.append(_score_tokenized(y, toks[at : at + width], docs, kw))
-        at += width
-    return out
+    with gc_paused():
+        ys = [clean_prediction(p) for p in predictions]
+        docs_of = [
+            scored_documents(r, c, score_documents)
+            for r, c in zip(references, contexts, strict=True)
+        ]
+        strings: list[str] = []
+        for y, ref, docs in zip(ys, references, docs_of, strict=True):
+            strings += [y, surface_name(ref.ambiguous_entity)]
+            for d in docs:
+                strings += [d.answer, bare_title(d.title)]
+        toks = tokens_many(strings)
+        k_words = _k_words_many([r.question for r in references], contexts)
+        out, at = [], 0
+        for y, docs, kw in zip(ys, docs_of, k_words, strict=True):
+            width = 2 + 2 * len(docs)
+            out.append(_score_tokenized(y, toks[at : at + width], docs, kw))
+            at += width
+        return out
+
+
+# `score_examples` on `validate_inputs`' output.
+score_parsed = functools.partial(score_examples, validated=True)
 
 
 def _mean(values: Sequence[float]) -> float:
