@@ -1,17 +1,10 @@
 """Disambig-F1: the model-based part of the AmbigDocs metric (docs/metric.md §9).
 
-For each scored gold document, an extractive QA model trained on SQuAD 2.0 (the paper:
-`deepset/roberta-base-squad2`) reads the model's answer y as context and the disambiguated
-question (sn replaced by the entity's title) as question; the extracted span is compared with the
-gold answer by token F1. The authors ran transformers' `run_qa.py` example
-(`--version_2_with_negative --max_seq_length 384 --null_score_diff_threshold 0`); transformers 5
-no longer has the question-answering pipeline, whose defaults differed anyway, so the model is run
-directly, and `run_qa`'s post-processing is reimplemented exactly (`postprocess_example`). The
-windows go through the model in batches of similar length, each padded only to its longest
-window, rather than padded to 384 tokens: the same spans for a fraction of the work
-(`QAExtractor`; benchmarks/bench_df1.py).
-
-torch and transformers are imported here only, and only when a QA model is used.
+For each scored gold document, an extractive QA model trained on SQuAD 2.0 reads the answer y
+with the disambiguated question, and its span is compared with the gold answer by token F1. The
+model is run directly and `run_qa.py`'s post-processing is reimplemented exactly
+(`postprocess_example`); windows go in batches of similar length (`QAExtractor`). torch and
+transformers are imported here only, and only when a QA model is used.
 """
 
 from __future__ import annotations
@@ -94,15 +87,15 @@ def postprocess_example(
         # Highest first; np.argsort as run_qa calls it, so that ties order the same way.
         starts = np.argsort(start_logits)[-1 : -n_best_size - 1 : -1].tolist()
         ends = np.argsort(end_logits)[-1 : -n_best_size - 1 : -1].tolist()
+        # run_qa's filters: both ends inside the context, in order, at most max_answer_length.
+        inside = {
+            k
+            for k in (*starts, *ends)
+            if k < len(offsets) and offsets[k] is not None and len(offsets[k]) >= 2
+        }
         for s in starts:
             for e in ends:
-                if s >= len(offsets) or e >= len(offsets):
-                    continue
-                if offsets[s] is None or len(offsets[s]) < 2:
-                    continue
-                if offsets[e] is None or len(offsets[e]) < 2:
-                    continue
-                if e < s or e - s + 1 > max_answer_length:
+                if s not in inside or e not in inside or not s <= e < s + max_answer_length:
                     continue
                 prelim.append(
                     _Candidate(
