@@ -26,7 +26,11 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from generation.authors_prompts import AUTHORS_EXPANSION_PROMPT, AUTHORS_QUESTION_EXEMPLARS
+from generation.authors_prompts import (
+    AUTHORS_EXPANSION_PROMPT,
+    AUTHORS_QUESTION_EXEMPLARS,
+    LITERALS,
+)
 
 Message = dict[str, str]
 Prompt = str | list[Message]
@@ -37,39 +41,7 @@ PromptFormat = Literal["plain", "chat"]
 ANSWER_INSTRUCTION = "Answer for the given question using only the provided context."
 
 # Figure 12's exemplar: two Griswold Houses, answered completely.
-ANSWER_FEW_SHOT_EXEMPLARS: list[dict] = [
-    {
-        "question": "What is the location of the Griswold House?",
-        "docs": [
-            {
-                "title": "Griswold House (Guilford, Connecticut)",
-                "text": "a limited number of days each week. The Griswold House is located east of "
-                "Guilford Center, on the south side of Boston Street (Connecticut Route 146) at "
-                "its junction with Lovers Lane. It is a 2-1/2 story wood frame structure, with a "
-                "gabled roof, large central chimney, and clapboarded exterior. A leanto section "
-                "to the rear gives the house a classic New England saltbox appearance. The main "
-                "facade is three bays wide, with sash windows arranged symmetrically around the "
-                "entrance. The entrance is flanked by pilasters and topped by a fully pedimented "
-                "gable. The house was probably built around 1764",
-            },
-            {
-                "title": "John N. A. Griswold House",
-                "text": "John N. A. Griswold House The John N. A. Griswold House is a National "
-                "Historic Landmark at 76 Bellevue Avenue in Newport, Rhode Island. It is home to "
-                "the Newport Art Museum and houses an art gallery. The home was built in 1864 by "
-                "Richard Morris Hunt for John Griswold, an Old China Trade merchant and member of "
-                "the Griswold Family. The house is one of the earliest American Stick\u2013style "
-                "buildings and one of Hunt\u2019s first works in Newport. The house is an official "
-                "project of Save America\u2019s Treasures. The Griswold House is a 2-1/2 story wood "
-                "frame structure, set",
-            },
-        ],
-        "answer": "There are two Griswold Houses mentioned in the passages. John N. A. Griswold "
-        "House is located at 76 Bellevue Avenue in Newport, Rhode Island and Griswold House "
-        "(Guilford, Connecticut) is located east of Guilford Center, on the south side of Boston "
-        "Street (Connecticut Route 146) at its junction with Lovers Lane.",
-    }
-]
+ANSWER_FEW_SHOT_EXEMPLARS: list[dict] = LITERALS["answer_exemplars"]
 
 
 def _answer_block(question: str, docs: Sequence[Mapping[str, str]]) -> str:
@@ -89,42 +61,13 @@ BackendKind = Literal["hf", "vllm", "openai"]
 _GRISWOLD = ANSWER_FEW_SHOT_EXEMPLARS[0]["docs"][1]
 AUTHORS_ANSWER_EXEMPLARS: list[dict] = [
     {
-        "question": "What is the location of the Griswold House?",
+        **ANSWER_FEW_SHOT_EXEMPLARS[0],
         "docs": [
             ANSWER_FEW_SHOT_EXEMPLARS[0]["docs"][0],
             {**_GRISWOLD, "text": _GRISWOLD["text"].replace("Hunt\u2019s", "Hunt's")},
         ],
-        "answer": ANSWER_FEW_SHOT_EXEMPLARS[0]["answer"],
     },
-    {
-        "question": "Who is the playable character in Edna & Harvey?",
-        "docs": [
-            {
-                "title": "Edna & Harvey: The Breakout",
-                "text": "the same vein as LucasArts' pre-1994 games created using the SCUMM engine. "
-                "The game screen shows a two-dimensional cartoon world where Edna, the playable "
-                "character, is incarcerated within a mental hospital. The bottom edge of the screen "
-                "contains a list of verbs which must be clicked on before the player clicks on an "
-                "item within the game world in order to manipulate it. When the player tries to "
-                "combine or effect one item with another each combination produces a different "
-                "response, unlike in most games of this type where an incorrect combination would "
-                "result in a response of \"I don't",
-            },
-            {
-                "title": "Edna & Harvey: Harvey's New Eyes",
-                "text": "Edna & Harvey: Harvey's New Eyes Edna & Harvey: Harvey's New Eyes, also "
-                "known as Harvey's New Eyes, is a point-and-click adventure game created by "
-                "Daedalic Entertainment. The game was released on October 16, 2012. \"Harvey's New "
-                'Eyes" is a sequel to "". The game is set in a 2D cartoon world. The player '
-                "controls Lilli. Unlike most other adventure games, there are no clickable "
-                "dialogues. After the player clicks on a character, a bar appears with some symbols "
-                "indicating a subject. The game neither has a list with actions such as Walk, Look, "
-                "Talk, Pick up, Use. If applicable,",
-            },
-        ],
-        "answer": 'In "Edna & Harvey: The Breakout" the playable character is Edna, and in "Edna & '
-        "Harvey: Harvey's New Eyes,\" the playable character is Lilli.",
-    },
+    LITERALS["authors_answer_exemplar_2"],  # Edna & Harvey
 ]
 
 
@@ -200,39 +143,8 @@ QUESTION_INSTRUCTION = (
     "shortest span of each passage as an answer to each passage."
 )
 
-QUESTION_EXEMPLARS: list[dict] = [
-    {
-        "surface_name": "Young Conservatives",
-        "documents": [
-            {
-                "title": "Young Conservatives (Czech Republic)",
-                "text": "The Young Conservatives () is a political youth organisation in the Czech "
-                "Republic. It is the youth wing of the Civic Democratic Party (ODS), a centre-right "
-                "political party, and shares that party\u2019s conservative and economically "
-                "liberal ideology. Young people within the age from 15 to 35 apply for a "
-                "membership in the MK. Several significant politicians from the ODS party started "
-                "as members of Young Conservatives, including Jan Zahradil, Ji\u0159\u00ed "
-                "Posp\u00ed\u0161il, Petr Sokol, Martin Baxa, Petr Gandalovi\u010d, Ivan Langer, "
-                "Martin Novotn\u00fd, and Pavel Drobil. Former Chairman of Young Conservatives "
-                "Petr Mach went on to found a",
-            },
-            {
-                "title": "Young Conservatives (UK)",
-                "text": "The Young Conservatives (YC) is the youth wing of the Conservative Party in "
-                "the United Kingdom for members aged 25 and under. The organisation shares the "
-                "same values and policies as its parent political party with branches being an "
-                "integrated part of local associations, with the exception of college and "
-                "university branches which are run independently. YC is both social and "
-                "political, aiming to bring together young conservatives and encouraging young "
-                "people to get involved in campaigning. The Junior Imperial and Constitutional "
-                "League was formed in 1906 with objectives to encourage practical political work "
-                "and organisation among",
-            },
-        ],
-        "question": "What is the age range for membership in the Young Conservatives?",
-        "answers": ["15 to 35", "25 and under"],
-    }
-]
+# Figure 9's exemplar (Young Conservatives).
+QUESTION_EXEMPLARS: list[dict] = LITERALS["question_exemplars"]
 
 
 def strip_disambiguation(surface_name: str, *, case_sensitive: bool = False) -> str:
@@ -320,21 +232,8 @@ EXPANSION_INSTRUCTION = (
     "the passage as an answer."
 )
 
-EXPANSION_EXEMPLARS: list[dict] = [
-    {
-        "title": "Proletarian Unity Party (France)",
-        "text": "Proletarian Unity Party (France) The Party of Proletarian Unity (, PUP) was a "
-        "French socialist political party. It was formed on December 21, 1930 by leftists "
-        "expelled from the French Communist Party (PCF), together with some who had previously "
-        "belonged to the left-wing of the Section fran\u00e7aise de l\u2019Internationale "
-        "ouvri\u00e8re (SFIO). Its members were known in France as p\u00fapistes, and one of its "
-        "notable leaders was Alexandre Bachelet. Owing to proportional representation, it at one "
-        "time had ten seats in the Chamber of Deputies of the Third Republic. The PUP affiliated "
-        "to the London Bureau of left-socialist parties. On January",
-        "question": "When was the Proletarian Unity Party formed?",
-        "answer": "December 21, 1930",
-    }
-]
+# Figure 10's exemplar (Proletarian Unity Party).
+EXPANSION_EXEMPLARS: list[dict] = LITERALS["expansion_exemplars"]
 
 
 def _expansion_block(title: str, text: str, question: str) -> str:

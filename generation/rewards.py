@@ -124,19 +124,19 @@ def _lexical(completions: Sequence, columns: dict) -> list[ExampleScores]:
     return score_completions(completions, **{**columns, "docs": None})
 
 
-def _recall(name: str, doc: str):
-    def reward(completions: Sequence, **columns) -> list[float]:
-        return [getattr(s, name) for s in _lexical(completions, columns)]
-
-    reward.__name__, reward.__qualname__, reward.__doc__ = name, name, doc
-    return reward
+def answer_recall(completions: Sequence, **columns) -> list[float]:
+    """Answer recall: the mean token recall of the scored gold answers."""
+    return [s.answer_recall for s in _lexical(completions, columns)]
 
 
-answer_recall = _recall("answer_recall", "The mean token recall of the scored gold answers.")
-entity_recall = _recall("entity_recall", "The mean token recall of the scored entities' names.")
-entity_answer_recall = _recall(
-    "entity_answer_recall", "Per document, answer recall times entity recall, averaged."
-)
+def entity_recall(completions: Sequence, **columns) -> list[float]:
+    """Entity recall: the mean token recall of the scored entities' names."""
+    return [s.entity_recall for s in _lexical(completions, columns)]
+
+
+def entity_answer_recall(completions: Sequence, **columns) -> list[float]:
+    """Entity-answer recall: per document, answer recall times entity recall, averaged."""
+    return [s.entity_answer_recall for s in _lexical(completions, columns)]
 
 
 def category(completions: Sequence, **columns) -> list[float]:
