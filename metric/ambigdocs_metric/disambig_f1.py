@@ -145,18 +145,10 @@ class QAExtractor:
     """An extractive QA model run as `run_qa.py` ran it, batched (GPU when present).
 
     Every window of every pair is scored by the model and run_qa's post-processing picks each
-    pair's span. Two routes give the model the same tokens at the same positions:
-
-    - padding="longest" (default): windows sorted by length and cut into batches of similar
-      length, each padded only to its longest window; the results go back to the input order.
-    - padding="max_length": every window padded to `max_length` (384), in input order, as
-      run_qa's evaluation did; kept as the reference.
-
-    With right padding the real tokens' logits differ between the routes only by float rounding,
-    and padding never enters run_qa's candidates in a trained model (it scores padding far
-    below the context), so the spans are the same; tests/test_disambig_f1.py and
-    benchmarks/bench_df1.py check this. A tokenizer that pads on the left (the real tokens would
-    move to other positions) always takes the max_length route.
+    pair's span (docs/metric.md §9.2). padding="longest" (default) batches windows of similar
+    length, each batch padded only to its longest window; padding="max_length" pads every window
+    to 384 in input order, as run_qa did (the reference; a left-padding tokenizer always takes
+    it). The spans are the same (tests/test_disambig_f1.py, benchmarks/bench_df1.py).
 
     Args:
         qa_model: a local path or Hub id, or a (model, tokenizer) pair already loaded.

@@ -1,13 +1,9 @@
 """The AmbigDocs scorer: answer/entity/entity-answer recall, answer categories, K-Precision.
 
-Pure Python, no framework import: the `evaluate` module, the `ambigdocs evaluate` command and the
-runner all call this file. The semantics are the authors' (their code produced the paper's
-tables), written out in the project's spec `docs/metric.md`; where that departs from the paper's prose
-it is noted below.
-
-Speed: each string is normalised once per example (the authors re-normalise for every score),
-and the normalisation takes a fast path that is exactly equivalent to the SQuAD-v2 one (see
-`_split_words`). Disambig-F1 needs a QA model and lives in `disambig_f1.py`.
+Pure Python, no framework import: the `evaluate` module, `ambigdocs evaluate` and the runner all
+call it. The semantics are the authors' (their code made the paper's tables), specified in
+docs/metric.md. Each string is normalised once per example, by a fast path exactly equivalent
+to SQuAD-v2's (`_split_words`). Disambig-F1 needs a QA model and lives in `disambig_f1.py`.
 """
 
 from __future__ import annotations

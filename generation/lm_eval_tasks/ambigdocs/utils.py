@@ -1,8 +1,7 @@
 """What the YAML files here name with `!function utils.X`: lm-eval loads this file by path.
 
-Everything is defined in `generation/lm_eval_tasks/harness.py`; this file only makes the toolkit
-importable when it is not installed (lm-eval run from a clone: the repository root is three
-folders up) and re-exports the names.
+It re-exports `generation/lm_eval_tasks/harness.py`, making the toolkit importable when it is
+not installed (lm-eval run from a clone: the repository root is three folders up).
 """
 
 import sys
