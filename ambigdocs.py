@@ -144,14 +144,9 @@ def read_raw_rows(path: str | os.PathLike, keep_extra: bool = False) -> Iterator
 
 
 def _refuse_top_level_object(path: Path) -> None:
-    """Refuses a .json file that holds one JSON object other than a row (e.g. `{"data": [...]}`).
-
-    Such a file would otherwise be read as one-line JSONL and reported as a row missing `qid`.
-    A single row on one line (JSONL with a .json name) is still accepted.
-
-    Raises:
-        ValueError: the file is a JSON object that is not a row.
-    """
+    """Refuses a .json file that holds one JSON object other than a row (`{"data": [...]}`),
+    which would otherwise be read as JSONL and reported as a row missing `qid`; one row on one
+    line (JSONL with a .json name) is still accepted."""
     if path.suffix != ".json":
         return
     try:

@@ -211,11 +211,7 @@ def _raise_usage_error(message: str):
 
 def make_parser(preset: str = "paper"):
     """The `TrlParser` over `DistillArguments`, trl's `ModelConfig` and `SFTConfig`, with the
-    paper's defaults and then the preset's.
-
-    Raises:
-        ValueError: an unknown preset.
-    """
+    paper's defaults and then the preset's (a ValueError for an unknown preset)."""
     if preset not in PRESETS:
         raise ValueError(f"--preset must be one of {', '.join(PRESETS)}, got {preset!r}")
     from trl import ModelConfig, SFTConfig, TrlParser
@@ -317,12 +313,9 @@ def parse_args(argv: list[str] | None):
         distill_args, model_args, training_args = parser.parse_args_and_config(args=argv)
     distill_args.mixed_precision_set = any(_given(n, argv, config) for n in ("bf16", "fp16"))
     distill_args.progress_set = _given("disable_tqdm", argv, config)
-    check_args(distill_args, model_args, training_args, output_dir_given=_given_output_dir(argv))
+    output_dir_given = any(a.split("=", 1)[0] in ("--output_dir", "--output-dir") for a in argv)
+    check_args(distill_args, model_args, training_args, output_dir_given)
     return distill_args, model_args, training_args
-
-
-def _given_output_dir(argv: list[str]) -> bool:
-    return any(a.split("=", 1)[0] in ("--output_dir", "--output-dir") for a in argv)
 
 
 def check_args(distill_args, model_args, training_args, output_dir_given: bool = True) -> None:
@@ -351,11 +344,8 @@ def check_args(distill_args, model_args, training_args, output_dir_given: bool =
 
 
 def check_numbers(model_args, training_args) -> None:
-    """Checks the numeric options of `NUMBER_RANGES` (no file is looked at, nothing loads).
-
-    Raises:
-        ValueError: names the option, its range and the value.
-    """
+    """Checks the numeric options of `NUMBER_RANGES`; a ValueError names the option, its range
+    and the value."""
     for which, name, low, high in NUMBER_RANGES:
         value = getattr(model_args if which == "model" else training_args, name, None)
         if value is None or isinstance(value, bool):

@@ -44,14 +44,8 @@ def validate_record(record: Mapping, index: int) -> None:
 
 
 def select_ok_records(records: Sequence[Mapping], source: str = "input") -> list[Mapping]:
-    """The records with `status == "ok"`, validated.
-
-    Args:
-        records: the `build filter` output, in file order.
-        source: the file name, for messages.
-
-    Returns:
-        The kept records, in order.
+    """The records of a `build filter` output (file `source`) with `status == "ok"`, validated,
+    in order.
 
     Raises:
         ValueError: a record has no `status`, a kept record lacks a needed field, or no record is
@@ -116,15 +110,9 @@ def tokenize_example(prompt: str, completion: str, tokenizer) -> dict[str, list[
 
 
 def tokenize_authors(prompt: str, completion: str, tokenizer) -> dict[str, list[int]]:
-    """Token ids of one example as the authors' old-trl run built them.
-
-    Prompt and completion form one text, tokenised in one piece; the sequence starts with BOS
-    (added here when the tokenizer does not add it, as Llama-2's does) and has no EOS (removed
-    when the tokenizer appends one). There is no completion mask: the loss is on every token.
-
-    Returns:
-        `input_ids`.
-    """
+    """`input_ids` of one example as the authors' old-trl run built them: prompt + completion
+    tokenised as one text, BOS first (added when the tokenizer does not add it), no EOS (removed
+    when the tokenizer appends one); no completion mask, the loss is on every token."""
     ids = list(tokenizer(prompt + completion)["input_ids"])
     bos, eos = tokenizer.bos_token_id, tokenizer.eos_token_id
     if bos is not None and ids[:1] != [bos]:

@@ -95,13 +95,8 @@ def add_shown_documents(dataset, seed: int = 0, num_docs: int = DEFAULT_NUM_DOCS
 
 
 def in_data_order(records: list[Mapping]) -> list[Mapping]:
-    """The records sorted by `doc_index`.
-
-    Several lm-eval processes each score every n-th doc and their records are concatenated
-    rank by rank; in data order the means are summed exactly as `ambigdocs evaluate` sums them
-    over the answers file (which `samples.py` writes in data order), so the two agree to the bit
-    whatever the process count.
-    """
+    """The records sorted by `doc_index`: lm-eval's processes each score every n-th doc, and in
+    data order the means are summed as `ambigdocs evaluate` sums them, to the bit."""
     if all(r.get(DOC_INDEX) is not None for r in records):
         return sorted(records, key=lambda r: r[DOC_INDEX])
     return records
@@ -130,12 +125,8 @@ def doc_to_target(doc: Mapping) -> str:
 
 
 def process_results(doc: Mapping, results: list[str]) -> dict[str, dict]:
-    """The toolkit's lexical scores of one answer, as one record per metric.
-
-    Every metric gets the whole score record (`ExampleScores` as a dict), so that the
-    aggregation can hand all of them to `scoring.aggregate`, the function `ambigdocs evaluate`
-    calls.
-    """
+    """The toolkit's lexical scores of one answer: every metric gets the whole record
+    (`ExampleScores` as a dict), so that its aggregation can call `scoring.aggregate`."""
     (scores,) = score_examples([results[0]], [doc], [doc["docs"]])
     record = {**scores._asdict(), DOC_INDEX: doc.get(DOC_INDEX)}
     return {name: record for name in LEXICAL_METRICS}
@@ -205,7 +196,7 @@ def disambig_f1(records: list[Mapping]) -> float:
     records = in_data_order(records)
     values = per_example([r["gen_answer"] for r in records], records, qa)
     values = [v for v in values if v is not None]
-    return sum(values) / len(values) if values else 0.0
+    return sum(values) / max(len(values), 1)
 
 
 # --- the task --------------------------------------------------------------------------------

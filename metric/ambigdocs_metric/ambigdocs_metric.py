@@ -227,13 +227,8 @@ class AmbigDocsMetric(evaluate.Metric):
         )
 
     def add_batch(self, *, predictions=None, references=None, contexts=None, **kwargs):
-        """Adds a batch of predictions and references, and optionally the shown documents.
-
-        Args:
-            predictions: the answers.
-            references: the rows (a list of rows, or a dict of columns such as `ds[:8]`).
-            contexts: per example, the documents shown to the model (see the module's Args).
-        """
+        """Adds a batch of predictions, references (a list of rows, or a dict of columns such as
+        `ds[:8]`), and optionally the shown documents (`contexts`, see the module's Args)."""
         references = as_rows(references)
         _check_pair(predictions, references, "predictions", "references")
         if predictions is not None and references is not None:
@@ -313,10 +308,8 @@ def per_example(scores) -> dict[str, list]:
 
 
 def _stored_or_given_contexts(references, given):
-    """The shown documents: those given to `compute`, or those stored by `add_batch`.
-
-    Examples stored without them have none (None): K-Precision leaves them out and
-    `k_precision_n` counts the others, as with a None in `compute(contexts=...)`.
+    """The shown documents: those given to `compute`, or those stored by `add_batch` (None for
+    an example stored without them, as a None in `compute(contexts=...)`).
 
     Raises:
         ValueError: both were given.

@@ -111,11 +111,8 @@ _DECODER = json.JSONDecoder(
 
 
 def loads(data: bytes | str, where: str) -> Any:
-    """One JSON text decoded by the rules above.
-
-    Args:
-        data: the text (bytes must be UTF-8).
-        where: the file (and line), as messages name it.
+    """One JSON text (bytes must be UTF-8) decoded by the rules above; `where` is the file (and
+    line), as messages name it.
 
     Raises:
         ValueError: not valid JSON, or against a rule above; names `where`, line and column.
@@ -149,13 +146,8 @@ def read_json(path: str | os.PathLike) -> Any:
 
 
 def read_records(path: str | os.PathLike) -> list[dict]:
-    """Reads a JSON array of objects or a JSONL file (one object a line), whichever it holds.
-
-    Args:
-        path: the file.
-
-    Returns:
-        The records in file order.
+    """The records, in file order, of a JSON array of objects or a JSONL file (one object a
+    line), whichever it holds.
 
     Raises:
         ValueError: the file is not UTF-8, is neither format, or an element/line is not a JSON

@@ -656,24 +656,19 @@ def validate_inputs(
             raise ValueError(
                 f"{_where(i, parsed[i].qid)}: prediction must be a string, got {type(p).__name__}"
             )
-    if contexts is not None:
-        for i, ctx in enumerate(contexts):
-            if ctx is None:
-                continue
-            if not isinstance(ctx, (list, tuple)):
-                raise ValueError(
-                    f"{_where(i, parsed[i].qid)}: contexts (the documents shown) must be a list "
-                    f"of objects, got {type(ctx).__name__}"
-                )
-            for j, d in enumerate(ctx):
-                if not (isinstance(d, dict) or isinstance(d, Mapping)):
-                    raise ValueError(f"{_where(i, parsed[i].qid)}: contexts[{j}] is not an object")
-                for field in ("title", "text"):
-                    if not isinstance(d.get(field), str):
-                        raise ValueError(
-                            f"{_where(i, parsed[i].qid)}: contexts[{j}] field {field!r} "
-                            "must be a string"
-                        )
+    for i, ctx in enumerate(contexts if contexts is not None else ()):
+        where = _where(i, parsed[i].qid)
+        if ctx is not None and not isinstance(ctx, (list, tuple)):
+            raise ValueError(
+                f"{where}: contexts (the documents shown) must be a list of objects, got "
+                f"{type(ctx).__name__}"
+            )
+        for j, d in enumerate(ctx or ()):
+            if not (isinstance(d, dict) or isinstance(d, Mapping)):
+                raise ValueError(f"{where}: contexts[{j}] is not an object")
+            for field in ("title", "text"):
+                if not isinstance(d.get(field), str):
+                    raise ValueError(f"{where}: contexts[{j}] field {field!r} must be a string")
     return parsed
 
 
