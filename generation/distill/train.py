@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sys
 import warnings
 from pathlib import Path
@@ -233,8 +234,6 @@ def _log_setup(model_args, quantization, peft_config, dtype, n_examples: int) ->
 
 def _warn_if_only_warmup(training_args) -> None:
     """Warns when a short `--max_steps` run is all warm-up: its first step has learning rate 0."""
-    import math
-
     steps, warmup = training_args.max_steps, training_args.warmup_steps
     if steps and steps > 0 and warmup:
         warmup_steps = math.ceil(steps * warmup) if warmup < 1 else int(warmup)

@@ -179,10 +179,7 @@ def as_rows(references, name: str = "references"):
         lengths = {k: len(v) for k, v in columns.items()}
         if len(set(lengths.values())) > 1:
             raise ValueError(f"{name} is a dict of columns of different lengths: {lengths}")
-        keys = list(columns)
-        return [
-            dict(zip(keys, values, strict=True)) for values in zip(*columns.values(), strict=True)
-        ]
+        return [dict(zip(columns, v, strict=True)) for v in zip(*columns.values(), strict=True)]
     if any(field in columns for field in _ROW_FIELDS):
         raise ValueError(
             f"{name} is one row (a dict with {sorted(columns)[:4]}...); pass a list of rows, "
