@@ -1,21 +1,8 @@
 """AmbigDocs: a `datasets` builder for the benchmark of Lee, Ye and Choi (2024).
 
-The release's row schema is defined here once (`FEATURES`) and imported by the rest of the
-project. `datasets` >= 4 no longer runs loading scripts, so import the builder (or
-`load_ambigdocs`) instead of passing this file to `load_dataset`:
-
-    from ambigdocs import load_ambigdocs
-    test = load_ambigdocs("test")                       # the release, downloaded from the Hub
-    sample = load_ambigdocs("test", config="sample")    # the paper's worked examples, offline
-    local = load_ambigdocs(data_dir="path/to/raw")      # train.json, dev.json, test.json
-    mine = load_ambigdocs(data_files={"test": "my_split.jsonl"})
-
-Plain `datasets.load_dataset` works too, without the toolkit: on a folder of the release's raw
-files, on an export (`ambigdocs export`, generation/hub/export.py), or on a clone of this
-repository whose folder is not named `ambigdocs` (its `.huggingface.yaml` declares the bundled
-sample; `datasets` refuses a folder that holds a `.py` file named like the folder); see
-docs/datasets.md. `METRIC_PATH` and `load_metric` give the metric's `evaluate` module from any
-folder.
+The release's row schema is defined here once (`FEATURES`). `datasets` >= 4 runs no loading
+script, so import the builder or call `load_ambigdocs`; `METRIC_PATH` and `load_metric` give the
+metric's `evaluate` module from any folder. docs/datasets.md has every way to load the data.
 """
 
 from __future__ import annotations
@@ -99,26 +86,15 @@ RAW_FILE_NAMES = {
 
 
 def raw_file_names(split: str) -> list[str]:
-    """The raw file names that may hold `split` in a folder of the release layout.
-
-    Args:
-        split: a split name; the release's three, or a new one such as `test_ood`.
-
-    Returns:
-        Candidate file names in order of preference.
-    """
+    """The raw file names that may hold `split` (the release's, or a new one such as
+    `test_ood`) in a folder of the release layout, in order of preference."""
     return RAW_FILE_NAMES.get(split, [f"{split}.json", f"{split}.jsonl"])
 
 
 def find_raw_files(folder: str | os.PathLike) -> dict[str, Path]:
-    """Finds the release's splits in a folder of raw files.
-
-    Args:
-        folder: a folder holding `train.json`, `dev.json` (or `validation.json`), `test.json`
-            or their `.jsonl` variants; missing splits are simply absent from the result.
-
-    Returns:
-        {split: file} for the splits found, in the order train, validation, test.
+    """{split: file} for the release's splits found in a folder of raw files (`train.json`,
+    `dev.json` or `validation.json`, `test.json`, or `.jsonl`), in the order train, validation,
+    test; missing splits are absent.
 
     Raises:
         ValueError: the folder does not exist or holds none of the files.
@@ -126,12 +102,11 @@ def find_raw_files(folder: str | os.PathLike) -> dict[str, Path]:
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"{folder}: not a folder")
-    found = {}
-    for split, names in RAW_FILE_NAMES.items():
-        for name in names:
-            if (folder / name).is_file():
-                found[split] = folder / name
-                break
+    firsts = {
+        s: next((folder / n for n in ns if (folder / n).is_file()), None)
+        for s, ns in RAW_FILE_NAMES.items()
+    }
+    found = {split: path for split, path in firsts.items() if path is not None}
     if not found:
         expected = ", ".join(n for names in RAW_FILE_NAMES.values() for n in names)
         raise ValueError(
@@ -141,38 +116,19 @@ def find_raw_files(folder: str | os.PathLike) -> dict[str, Path]:
 
 
 def parse_row(row: Any, *, source: str, index: int, keep_extra: bool = False) -> dict:
-    """Validates one raw row of the release and returns it in the `FEATURES` schema.
-
-    The metric's parser (`scoring.parse_row`, the project's one row validator) with the
-    release's schema. Text is never altered (no stripping, no Unicode normalisation). Two
-    lossless conversions are made: a `qid` given as decimal text becomes an int, and a `pid`
-    given as an int becomes its decimal text (DPR passage ids are ints in `psgs_w100.tsv`,
-    strings in the schema).
-
-    Args:
-        row: the decoded JSON object.
-        source: the file it comes from (named in errors).
-        index: its 0-based position in that file (named in errors).
-        keep_extra: keep fields outside the schema (e.g. a model's `gen_answer` and `docs`)
-            unchanged after the schema's fields; by default they are dropped.
-
-    Returns:
-        {"qid", "ambiguous_entity", "question", "documents": [{"title", "text", "pid",
-        "answer"}, ...]} plus, with keep_extra, the other fields.
+    """One raw row of the release (row `index` of file `source`), checked, in the `FEATURES`
+    schema: `scoring.parse_row` with the release's schema (decimal-text `qid` to int, int `pid`
+    to text, text never altered); `keep_extra` keeps the fields outside it after its own.
 
     Raises:
-        ValueError: a field is missing or has the wrong type; the message names the file, the
-            row and the field (e.g. `documents[2].answer`).
+        ValueError: naming the file, the row and the field (e.g. `documents[2].answer`).
     """
     return scoring.parse_row(row, f"{source}, row {index}", release=True, keep_extra=keep_extra)
 
 
 def read_raw_rows(path: str | os.PathLike, keep_extra: bool = False) -> Iterator[dict]:
-    """Yields the validated rows of one raw file (a JSON array, or JSONL).
-
-    Args:
-        path: the file.
-        keep_extra: see `parse_row`.
+    """Yields the validated rows of one raw file (a JSON array, or JSONL; `keep_extra`: see
+    `parse_row`).
 
     Raises:
         ValueError: the file or one of its rows is malformed (file, row and field named), or it
@@ -188,14 +144,9 @@ def read_raw_rows(path: str | os.PathLike, keep_extra: bool = False) -> Iterator
 
 
 def _refuse_top_level_object(path: Path) -> None:
-    """Refuses a .json file that holds one JSON object other than a row (e.g. `{"data": [...]}`).
-
-    Such a file would otherwise be read as one-line JSONL and reported as a row missing `qid`.
-    A single row on one line (JSONL with a .json name) is still accepted.
-
-    Raises:
-        ValueError: the file is a JSON object that is not a row.
-    """
+    """Refuses a .json file that holds one JSON object other than a row (`{"data": [...]}`),
+    which would otherwise be read as JSONL and reported as a row missing `qid`; one row on one
+    line (JSONL with a .json name) is still accepted."""
     if path.suffix != ".json":
         return
     try:
@@ -250,16 +201,13 @@ class AmbigDocs(datasets.GeneratorBasedBuilder):
             *args, config_name=config_name, data_dir=data_dir, data_files=data_files, **kwargs
         )
 
-    def _reads_release(self) -> bool:
-        return (
+    def _info(self) -> datasets.DatasetInfo:
+        splits = None
+        if (
             self.config.name == "default"
             and not self.config.data_files
             and not self.config.data_dir
-        )
-
-    def _info(self) -> datasets.DatasetInfo:
-        splits = None
-        if self._reads_release():
+        ):
             # Recorded sizes make `download_and_prepare` check the download against Table 6.
             splits = datasets.SplitDict()
             for name, n in RELEASE_SPLIT_SIZES.items():
@@ -316,12 +264,8 @@ class ReleaseDownloadError(ConnectionError):
 
 
 def _download_release(dl_manager) -> dict[str, str]:
-    """Downloads RELEASE_URLS; any failure becomes one ReleaseDownloadError saying what works.
-
-    Raises:
-        ReleaseDownloadError: the download failed; the message names the root cause in one
-            line and the offline ways to load (the sample, a folder of raw files).
-    """
+    """Downloads RELEASE_URLS; any failure becomes one ReleaseDownloadError (the root cause in
+    one line, and the offline ways to load)."""
     try:
         return dl_manager.download(RELEASE_URLS)
     except Exception as err:  # offline, refused, moved, no access: reported alike, in one line
@@ -388,15 +332,8 @@ def load_ambigdocs(
 
 
 def load_metric(**kwargs):
-    """The AmbigDocs metric as an `evaluate` module, from wherever the toolkit is installed.
-
-    The same as `evaluate.load(ambigdocs.METRIC_PATH, **kwargs)`. Once the metric is published
-    with `ambigdocs push-metric --repo-id NAMESPACE/NAME`, `evaluate.load("NAMESPACE/NAME")`
-    loads it without the toolkit.
-
-    Args:
-        **kwargs: passed to `evaluate.load` (`experiment_id`, `num_process`, `process_id`, ...).
-    """
+    """The AmbigDocs metric as an `evaluate` module, from wherever the toolkit is installed:
+    `evaluate.load(ambigdocs.METRIC_PATH, **kwargs)`."""
     import evaluate
 
     return evaluate.load(METRIC_PATH, **kwargs)

@@ -1,19 +1,9 @@
 """AmbigDocs rewards for trl's GRPO: the scorer's per-example values, one float per completion.
 
-trl calls each reward function as `f(prompts=..., completions=..., completion_ids=..., **columns,
-trainer_state=..., ...)`, where `columns` are the dataset's columns, repeated as the prompts are.
-The rows of `ambigdocs answer --dry-run` carry the columns these rewards read: `question`,
-`ambiguous_entity`, the gold `documents` and (for `k_precision`) `docs`, the documents shown.
-A completion is a string, or (conversational prompts) a list of messages whose last assistant
-message holds the answer.
-
-The recalls and K-Precision are the values `ambigdocs evaluate` writes in per_example.jsonl for
-the same answer, `category` the value of the category it writes (`CATEGORY_VALUES`), `length` a
-penalty on its `answer_length`. They call the scorer's batched path (`scoring.validate_inputs`
-and `score_parsed`: every string of the batch tokenised in one go) with the authors' choice of
-scored documents (the first five gold ones), once per batch: the later rewards reuse the scores.
-Usable as dotted paths: `trl grpo --reward_funcs generation.rewards.entity_answer_recall`.
-docs/training.md has the recipe and the reward hacks these terms counter.
+trl calls each reward as `f(prompts=..., completions=..., **columns, ...)`, the columns being
+those of `ambigdocs answer --dry-run` rows. The values are those `ambigdocs evaluate` writes in
+per_example.jsonl (the first five gold documents scored), computed once per batch by the
+scorer's batched path. docs/training.md, section 2, has the rewards and their values.
 """
 
 from __future__ import annotations
@@ -30,12 +20,7 @@ from metric.ambigdocs_metric.scoring import (
 # The columns every reward needs (k_precision also needs `docs`).
 REQUIRED_COLUMNS = ("question", "ambiguous_entity", "documents")
 
-# The value of each answer category (docs/training.md). Complete is the goal; a partial answer
-# pairs each answer it gives with its entity, so it is half-way. Abstaining says nothing false:
-# 0. An ambiguous answer gives one answer under the shared name, a merged one several; both can
-# mislead a reader who means another entity, and the paper calls merged answers the most
-# problematic, so both score below abstaining and merged lowest. GRPO normalises rewards within
-# each group of completions, so only the order and the gaps matter, not the offset.
+# The value of each answer category (docs/training.md, "Category values", says why).
 CATEGORY_VALUES = {
     "complete": 1.0,
     "partial": 0.5,

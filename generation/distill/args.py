@@ -1,21 +1,8 @@
 """Command-line and YAML arguments of `ambigdocs distill`, with the paper's defaults.
 
-Three dataclasses are parsed together by trl's `TrlParser` (the parser of trl's own scripts):
-- `DistillArguments`, the toolkit's own options (data files, tokenisation, preset);
-- trl's `ModelConfig`: base model, dtype, bitsandbytes quantisation, LoRA (turned into a
-  `BitsAndBytesConfig` and a `LoraConfig` by trl's `get_quantization_config` / `get_peft_config`);
-- trl's `SFTConfig`: every transformers/trl training argument (`--max_steps 4`,
-  `--learning_rate 1e-4`, `--report_to wandb`, ...).
-A YAML `--config` file sets any of them; the command line overrides the YAML.
-
-The paper (B.2) trained QLoRA for 5 epochs at learning rate 2e-4; the rest of the defaults are
-those of the authors' training recipe (Yoran et al., 2023): NF4 4-bit with bf16 compute, LoRA
-r=64, alpha=16, dropout 0.1 on q/k/v/o, linear schedule with 3% warm-up, paged AdamW 32-bit, at
-most 4096 tokens. `--preset authors` also reproduces how the authors' old-trl run built its
-batches (see `PRESETS`).
-
-This module imports neither torch nor trl at import time, so that `ambigdocs distill --help`
-(`short_help`) answers at once; `--help-all` builds the full parser.
+`DistillArguments` (the toolkit's own), trl's `ModelConfig` and `SFTConfig`, parsed together by
+trl's `TrlParser` (docs/distillation.md, "Defaults (the paper's) and how to change them"). No
+torch or trl import at import time: `ambigdocs distill --help` (`short_help`) answers at once.
 """
 
 from __future__ import annotations
@@ -175,22 +162,19 @@ USAGE = (
 )
 
 
-def _shown_default(name: str) -> object:
-    for table in (PAPER_MODEL_DEFAULTS, PAPER_TRAINING_DEFAULTS, TRL_DEFAULTS_SHOWN):
-        if name in table:
-            return table[name]
-    return None
+_SHOWN_DEFAULTS = {**TRL_DEFAULTS_SHOWN, **PAPER_TRAINING_DEFAULTS, **PAPER_MODEL_DEFAULTS}
 
 
-def _option_lines(helps: dict[str, str], preset_defaults: dict[str, object]) -> list[str]:
+def _option_lines(helps: dict[str, str], defaults: dict[str, object] = _SHOWN_DEFAULTS):
+    """One `_option_line` per option, with its default and the authors preset's value."""
     lines = []
     for name, text in helps.items():
-        default = _shown_default(name)
+        default = defaults.get(name)
         if isinstance(default, list):
             default = " ".join(default)
         note = f" (default {default})" if default is not None else ""
-        if name in preset_defaults:
-            note += f" [--preset authors: {preset_defaults[name]}]"
+        if name in PRESETS["authors"]:
+            note += f" [--preset authors: {PRESETS['authors'][name]}]"
         lines.append(_option_line(name, text + note))
     return lines
 
@@ -204,22 +188,15 @@ def _option_line(name: str, text: str) -> str:
 
 def short_help() -> str:
     """The toolkit's options and the common trl ones, without importing torch or trl."""
-    authors = PRESETS["authors"]
-    own = []
-    for f in dataclasses.fields(DistillArguments):
-        if f.init:
-            default = f" (default {f.default})" if f.default is not None else ""
-            if f.name in authors:
-                default += f" [--preset authors: {authors[f.name]}]"
-            own.append(_option_line(f.name, f.metadata["help"] + default))
+    own = [f for f in dataclasses.fields(DistillArguments) if f.init]
     return "\n".join(
         [USAGE, "", "QLoRA-distil the question generator (paper 3.2, B.2).", "", "options:"]
-        + own
+        + _option_lines({f.name: f.metadata["help"] for f in own}, {f.name: f.default for f in own})
         + [_option_line("config", "A YAML file setting any option; the command line wins.")]
         + ["", "model and adapter (trl ModelConfig):"]
-        + _option_lines(MODEL_HELP, authors)
+        + _option_lines(MODEL_HELP)
         + ["", "training (trl SFTConfig / transformers TrainingArguments), the most used:"]
-        + _option_lines(TRAINING_HELP, authors)
+        + _option_lines(TRAINING_HELP)
         + [
             "",
             "`ambigdocs distill --help-all` lists every ModelConfig and SFTConfig option (~850",
@@ -229,18 +206,12 @@ def short_help() -> str:
 
 
 def _raise_usage_error(message: str):
-    """argparse's `error` for this parser: a UsageError (one line from the error boundary), not
-    exit + usage."""
-    raise UsageError(message)
+    raise UsageError(message)  # one line from the error boundary, not argparse's exit + usage
 
 
 def make_parser(preset: str = "paper"):
     """The `TrlParser` over `DistillArguments`, trl's `ModelConfig` and `SFTConfig`, with the
-    paper's defaults and then the preset's.
-
-    Raises:
-        ValueError: an unknown preset.
-    """
+    paper's defaults and then the preset's (a ValueError for an unknown preset)."""
     if preset not in PRESETS:
         raise ValueError(f"--preset must be one of {', '.join(PRESETS)}, got {preset!r}")
     from trl import ModelConfig, SFTConfig, TrlParser
@@ -342,12 +313,9 @@ def parse_args(argv: list[str] | None):
         distill_args, model_args, training_args = parser.parse_args_and_config(args=argv)
     distill_args.mixed_precision_set = any(_given(n, argv, config) for n in ("bf16", "fp16"))
     distill_args.progress_set = _given("disable_tqdm", argv, config)
-    check_args(distill_args, model_args, training_args, output_dir_given=_given_output_dir(argv))
+    output_dir_given = any(a.split("=", 1)[0] in ("--output_dir", "--output-dir") for a in argv)
+    check_args(distill_args, model_args, training_args, output_dir_given)
     return distill_args, model_args, training_args
-
-
-def _given_output_dir(argv: list[str]) -> bool:
-    return any(a.split("=", 1)[0] in ("--output_dir", "--output-dir") for a in argv)
 
 
 def check_args(distill_args, model_args, training_args, output_dir_given: bool = True) -> None:
@@ -376,11 +344,8 @@ def check_args(distill_args, model_args, training_args, output_dir_given: bool =
 
 
 def check_numbers(model_args, training_args) -> None:
-    """Checks the numeric options of `NUMBER_RANGES` (no file is looked at, nothing loads).
-
-    Raises:
-        ValueError: names the option, its range and the value.
-    """
+    """Checks the numeric options of `NUMBER_RANGES`; a ValueError names the option, its range
+    and the value."""
     for which, name, low, high in NUMBER_RANGES:
         value = getattr(model_args if which == "model" else training_args, name, None)
         if value is None or isinstance(value, bool):

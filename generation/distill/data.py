@@ -1,17 +1,9 @@
 """Training examples for `ambigdocs distill`: filtered question records -> prompt/completion pairs.
 
-The distilled question generator learns from the records that passed `ambigdocs build filter`
-(status `ok`). Each becomes the instruction-format prompt of docs/pipeline.md section 3 and its
-target (`{question}\\nAnswer to Passage 1: {a1}\\nAnswer to Passage 2: {a2}`), both rendered by
-`generation.prompts.render_question_training_text`, the same module the `questions` stage uses
-with `prompt_format="instruction"`, so training and generation share one template.
-
-Tokenisation (`tokenize_example`) is done here rather than by trl on purpose: the prompt ends
-with `Question: ` (a trailing space). trl tokenises prompt+completion jointly, and a tokeniser then
-merges that space into the first word of the completion (` What`), while at generation time the
-prompt alone is tokenised and ends on a lone space token. Tokenising the prompt exactly as the
-generation back-end does and appending the completion's own tokens trains the model on the very
-context it sees when it generates. `tokenization="trl"` keeps trl's joint tokenisation instead.
+The status-ok records of `ambigdocs build filter` become the instruction-format prompt and its
+target (`generation.prompts.render_question_training_text`, the template the `questions` stage
+uses). Tokenisation is done here, not by trl: the prompt is tokenised alone, as at generation
+time (docs/distillation.md, "Tokenisation").
 """
 
 from __future__ import annotations
@@ -25,11 +17,6 @@ from metric.ambigdocs_metric.scoring import parse_documents, parse_string
 logger = logging.getLogger(__name__)
 
 OK_STATUS = "ok"
-
-
-def _require(cond: bool, index: int, field: str, why: str) -> None:
-    if not cond:
-        raise ValueError(f"record {index}: field {field!r} {why}")
 
 
 def validate_record(record: Mapping, index: int) -> None:
@@ -46,31 +33,19 @@ def validate_record(record: Mapping, index: int) -> None:
         parse_string(record.get(name), f"record {index}", name, non_empty=True)
     documents = parse_documents(record.get("documents"), f"record {index}", ("title", "text"))
     answers = record.get("answers")
-    _require(
-        isinstance(answers, Sequence)
-        and not isinstance(answers, str)
-        and all(isinstance(a, str) and a.strip() for a in answers),
-        index,
-        "answers",
-        "must be a list of non-empty strings",
-    )
-    _require(
-        len(answers) == len(documents),
-        index,
-        "answers",
-        f"has {len(answers)} answers for {len(documents)} documents (one answer per passage)",
-    )
+    listed = isinstance(answers, Sequence) and not isinstance(answers, str)
+    if not listed or not all(isinstance(a, str) and a.strip() for a in answers):
+        raise ValueError(f"record {index}: field 'answers' must be a list of non-empty strings")
+    if len(answers) != len(documents):
+        raise ValueError(
+            f"record {index}: field 'answers' has {len(answers)} answers for {len(documents)} "
+            "documents (one answer per passage)"
+        )
 
 
 def select_ok_records(records: Sequence[Mapping], source: str = "input") -> list[Mapping]:
-    """The records with `status == "ok"`, validated.
-
-    Args:
-        records: the `build filter` output, in file order.
-        source: the file name, for messages.
-
-    Returns:
-        The kept records, in order.
+    """The records of a `build filter` output (file `source`) with `status == "ok"`, validated,
+    in order.
 
     Raises:
         ValueError: a record has no `status`, a kept record lacks a needed field, or no record is
@@ -135,15 +110,9 @@ def tokenize_example(prompt: str, completion: str, tokenizer) -> dict[str, list[
 
 
 def tokenize_authors(prompt: str, completion: str, tokenizer) -> dict[str, list[int]]:
-    """Token ids of one example as the authors' old-trl run built them.
-
-    Prompt and completion form one text, tokenised in one piece; the sequence starts with BOS
-    (added here when the tokenizer does not add it, as Llama-2's does) and has no EOS (removed
-    when the tokenizer appends one). There is no completion mask: the loss is on every token.
-
-    Returns:
-        `input_ids`.
-    """
+    """`input_ids` of one example as the authors' old-trl run built them: prompt + completion
+    tokenised as one text, BOS first (added when the tokenizer does not add it), no EOS (removed
+    when the tokenizer appends one); no completion mask, the loss is on every token."""
     ids = list(tokenizer(prompt + completion)["input_ids"])
     bos, eos = tokenizer.bos_token_id, tokenizer.eos_token_id
     if bos is not None and ids[:1] != [bos]:
@@ -154,12 +123,6 @@ def tokenize_authors(prompt: str, completion: str, tokenizer) -> dict[str, list[
 
 
 TOKENIZERS = {"inference": tokenize_example, "authors": tokenize_authors}
-
-
-def example_length(prompt: str, completion: str, tokenizer, tokenization: str) -> int:
-    """Tokens of one training example (trl's joint tokenisation is counted as `inference`)."""
-    tokenize = TOKENIZERS.get(tokenization, tokenize_example)
-    return len(tokenize(prompt, completion, tokenizer)["input_ids"])
 
 
 def drop_too_long(
@@ -182,8 +145,9 @@ def drop_too_long(
         return list(rows)
     kept = []
     longest = 0
+    tokenize = TOKENIZERS.get(tokenization, tokenize_example)  # trl's joint one: as `inference`
     for r in rows:
-        n = example_length(r["prompt"], r["completion"], tokenizer, tokenization)
+        n = len(tokenize(r["prompt"], r["completion"], tokenizer)["input_ids"])
         longest = max(longest, n)
         if n <= max_length:
             kept.append(r)

@@ -1,41 +1,23 @@
 """`ambigdocs distill`: QLoRA-distil the question generator (paper 3.2 and B.2) with trl + peft.
 
-The authors generated 1,500 questions with GPT-4, kept those that passed the filters, fine-tuned
-Llama-2-13b-chat on them with QLoRA, and generated the remaining questions with it. This command
-does the fine-tuning: the status-ok lines of a `build filter` output become instruction-format
-examples (docs/pipeline.md section 3, rendered by `generation.prompts`), and a LoRA adapter is
-trained on a 4-bit (NF4) base model. The adapter then plugs into
-`ambigdocs build questions --backend hf --model BASE --adapter DIR`.
-
-Launch (one process, or several with accelerate; every SFTConfig argument may follow):
-
-```bash
-ambigdocs distill --model_name_or_path meta-llama/Llama-2-13b-chat-hf --train filtered.jsonl \\
-    --output_dir adapters/question-generator [--eval heldout.jsonl] [--config configs/distill.yaml]
-
-accelerate launch -m generation.distill.train --model_name_or_path ... --train ... --output_dir ...
-
-# a quick try: 4 steps, a shorter context
-ambigdocs distill --model_name_or_path M --train filtered.jsonl --output_dir out --max_steps 4 \\
-    --max_length 1024 --logging_steps 1
-```
-
-The base model, its quantisation and the LoRA settings come from trl's `ModelConfig`, turned into
-a `BitsAndBytesConfig` and a `LoraConfig` by trl's `get_quantization_config` / `get_peft_config`;
-the quantisation is also written next to the adapter, so that the hf back-end loads the base
-model as it was trained (`generation.backends.loading`).
+The status-ok lines of a `build filter` output become instruction-format examples, and a LoRA
+adapter is trained on a 4-bit (NF4) base model; it plugs into `ambigdocs build questions
+--backend hf --adapter DIR`. The base model's quantisation is written next to the adapter, so
+that the hf back-end loads it as it was trained. Usage and defaults: docs/distillation.md.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import sys
 import warnings
 from pathlib import Path
 
 from generation.backends.loading import no_peft_deprecation_noise, save_base_quantization
 from generation.boundary import guard
+from generation.distill import data
 from generation.distill.args import DistillArguments, check_paths, parse_args, short_help
 
 logger = logging.getLogger("ambigdocs.distill")
@@ -62,17 +44,12 @@ def _bf16_runs_on_cpu() -> bool:
 
 
 def resolve_compute_dtype(name: str):
-    """The torch dtype of the computation for `--compute_dtype NAME`.
+    """The torch dtype of the computation for `--dtype NAME` (`auto`, `bfloat16`, `float16`,
+    `float32`).
 
     `auto` is the paper's bfloat16 wherever it runs: on CUDA when the GPU supports it (float16
     on older GPUs, as QLoRA did there), and on a CPU when a probe 4-bit bf16 forward/backward
     succeeds; otherwise float32, with a logged note.
-
-    Args:
-        name: `auto`, `bfloat16`, `float16` or `float32`.
-
-    Returns:
-        A `torch.dtype`.
     """
     import torch
 
@@ -91,11 +68,7 @@ def _apply_mixed_precision(training_args, dtype, user_set: bool = False) -> None
 
     On a CPU the 4-bit layers already compute in `dtype` and the LoRA weights stay float32, so
     no autocast is needed (and transformers refuses bf16 on CPU without `--use_cpu`).
-
-    Args:
-        training_args: the SFTConfig, changed in place.
-        dtype: the compute dtype.
-        user_set: --bf16/--fp16 were given (even as false): keep them as they are.
+    `user_set`: --bf16/--fp16 were given (even as false): they are kept as they are.
     """
     import torch
 
@@ -124,18 +97,9 @@ def quantization_config(model_args, dtype):
 
 
 def load_base_model(model_args, dtype, quantization=None, trust_remote_code: bool = False):
-    """Loads the base causal LM, quantised as `quantization` says (or unquantised).
-
-    Args:
-        model_args: trl's `ModelConfig` (model, revision, attention kernel).
-        dtype: the compute dtype (also the dtype of the weights that stay unquantised).
-        quantization: a `BitsAndBytesConfig` (from `quantization_config`), or None.
-        trust_remote_code: forwarded to `from_pretrained`.
-
-    Returns:
-        The model, ready for `get_peft_model` (a quantised one prepared with
-        `peft.prepare_model_for_kbit_training`, which keeps norms and embeddings in float32).
-    """
+    """The base causal LM in `dtype`, quantised by `quantization` (a `BitsAndBytesConfig`, or
+    None), ready for `get_peft_model` (a quantised one prepared with
+    `peft.prepare_model_for_kbit_training`, which keeps norms and embeddings in float32)."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -166,31 +130,17 @@ def load_base_model(model_args, dtype, quantization=None, trust_remote_code: boo
 def load_examples(path: str, tokenizer, tokenization: str, max_length: int | None):
     """The status-ok records of a filter output that fit `max_length`, as a `datasets.Dataset`."""
     from generation.datagen.stage_io import read_stage
-    from generation.distill.data import (
-        build_dataset,
-        drop_too_long,
-        select_ok_records,
-        to_prompt_completion,
-    )
 
-    records = select_ok_records(read_stage(path), source=str(path))
-    rows = drop_too_long(
-        to_prompt_completion(records), tokenizer, max_length, str(path), tokenization
-    )
-    return build_dataset(rows, tokenizer, tokenization)
+    records = data.select_ok_records(read_stage(path), source=str(path))
+    rows = data.to_prompt_completion(records)
+    rows = data.drop_too_long(rows, tokenizer, max_length, str(path), tokenization)
+    return data.build_dataset(rows, tokenizer, tokenization)
 
 
 def build_trainer(args: DistillArguments, model_args, training_args):
-    """Loads tokenizer, data and model, and returns the `SFTTrainer` (not yet trained).
-
-    Args:
-        args: the toolkit's distillation arguments.
-        model_args: trl's `ModelConfig` (`dtype` is replaced by the resolved compute dtype).
-        training_args: trl's `SFTConfig` (modified in place: mixed precision, completion-only
-            loss, eval strategy and pinned memory get resolved).
-
-    Returns:
-        The trainer; `trainer.model` is the PEFT model.
+    """Loads tokenizer, data and model, and returns the `SFTTrainer` (not yet trained);
+    `trainer.model` is the PEFT model. `model_args.dtype` becomes the resolved compute dtype, and
+    `training_args` is settled in place (mixed precision, completion-only loss, eval strategy).
 
     Raises:
         ValueError: a named file or folder is missing or of the wrong kind, or bad data (both
@@ -284,8 +234,6 @@ def _log_setup(model_args, quantization, peft_config, dtype, n_examples: int) ->
 
 def _warn_if_only_warmup(training_args) -> None:
     """Warns when a short `--max_steps` run is all warm-up: its first step has learning rate 0."""
-    import math
-
     steps, warmup = training_args.max_steps, training_args.warmup_steps
     if steps and steps > 0 and warmup:
         warmup_steps = math.ceil(steps * warmup) if warmup < 1 else int(warmup)
@@ -347,12 +295,6 @@ def _final_eval_metrics(trainer) -> dict:
 def train_and_save(trainer, args: DistillArguments, model_args, training_args) -> dict:
     """Trains, evaluates (when there is an eval split) and saves the adapter and its info files.
 
-    Args:
-        trainer: from `build_trainer`.
-        args: the toolkit's distillation arguments.
-        model_args: trl's `ModelConfig`.
-        training_args: trl's `SFTConfig`.
-
     Returns:
         What was saved in `ambigdocs_distill.json`: settings, data sizes, loss history, metrics.
     """
@@ -406,14 +348,8 @@ def run(args: DistillArguments, model_args, training_args) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of `ambigdocs distill` and `python -m generation.distill.train`.
-
-    Args:
-        argv: the arguments after `distill` (default: `sys.argv[1:]`).
-
-    Returns:
-        0 on success and after a help text, 2 on a usage or data error (one line on stderr).
-    """
+    """`ambigdocs distill ARGV` and `python -m generation.distill.train`: 0 on success and after
+    a help text, 2 on a usage or data error (one line on stderr)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if "-h" in argv or "--help" in argv:
         print(short_help())  # without importing torch or trl

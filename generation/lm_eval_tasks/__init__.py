@@ -1,12 +1,7 @@
 """AmbigDocs for lm-evaluation-harness (`lm_eval --tasks ambigdocs --include_path TASK_DIR`).
 
-The task folder (`ambigdocs/`: the YAML files and the `utils.py` that lm-eval loads by path)
-ships inside the `generation` package, so that an installed toolkit finds it as well as a clone:
-
-    lm_eval --include_path "$(python -c 'import generation.lm_eval_tasks as t; print(t.TASK_DIR)')" ...
-
-The task itself is `harness.py`; the README's section "lm-evaluation-harness" shows the
-commands and how the numbers relate to `ambigdocs answer` + `ambigdocs evaluate`.
+The task folder (`ambigdocs/`: the YAML files and `utils.py`) ships inside the package; the task
+itself is `harness.py`. README.md, section "lm-evaluation-harness", has the commands.
 """
 
 from pathlib import Path

@@ -1,26 +1,9 @@
 """AmbigDocs as an lm-evaluation-harness task: the Gold Only setting with the authors' prompts.
 
-The tasks `ambigdocs` (zero-shot) and `ambigdocs_fewshot` (the authors' two exemplars) give a
-model exactly what `ambigdocs answer --setting gold-only --seed 0 --prompt-format authors` gives
-it (with `--few-shot` for the second task), and score its answers with the toolkit's scorer:
-
-- documents: `generation.documents.select_documents`, seeded per qid, stored in each doc as
-  `docs` (the shown documents in prompt order, the field `ambigdocs evaluate` reads);
-- prompts: `generation.prompts.render_answer_input`. Without `--apply_chat_template` the model
-  reads the authors' raw `[INST]` text (what they gave open models); with it, the authors' chat
-  messages (instruction as the system turn, the rest as the user turn: what they sent GPT) go
-  through the model's chat template (API models: sent as messages). `--system_instruction`,
-  when given, is put in front, as lm-eval does for every task;
-- scores: `metric.ambigdocs_metric.scoring` per example (`process_results`) and its `aggregate`
-  over examples (the aggregation functions below), so lm-eval's numbers are those of
-  `ambigdocs evaluate` on the same answers; Disambig-F1 (`disambig_f1.disambig_f1`, batched
-  over all answers) when a QA model is named by the task metadata `qa_model` (`--metadata`) or
-  the environment variable `AMBIGDOCS_QA_MODEL`, and left out, with a logged note, otherwise.
-
-Task metadata (`--metadata '{"document_seed": 0, "num_docs": 5, "qa_model": "..."}'`):
-`document_seed` and `num_docs` are `ambigdocs answer`'s `--seed` (0) and `--num-docs` (5). The
-seed has its own name because lm-eval also merges `--model_args` into every task's metadata, and
-model arguments such as vLLM's `seed` must not change which documents are shown.
+The tasks `ambigdocs` (zero-shot) and `ambigdocs_fewshot` give a model what `ambigdocs answer
+--setting gold-only --seed 0 --prompt-format authors [--few-shot]` gives it, and score its answers
+with the toolkit's scorer (`scoring.aggregate`, as `ambigdocs evaluate` does); Disambig-F1 when a
+QA model is named. README.md, section "lm-evaluation-harness", has the commands and the details.
 """
 
 from __future__ import annotations
@@ -59,7 +42,12 @@ DOC_INDEX = "doc_index"
 
 @dataclass(frozen=True)
 class TaskOptions:
-    """What the task metadata may set (the rest of the metadata is lm-eval's)."""
+    """What the task metadata may set (the rest of the metadata is lm-eval's).
+
+    `document_seed` and `num_docs` are `ambigdocs answer`'s `--seed` and `--num-docs`. The seed
+    has its own name because lm-eval also merges `--model_args` into every task's metadata, and
+    model arguments such as vLLM's `seed` must not change which documents are shown.
+    """
 
     document_seed: int = 0
     num_docs: int = DEFAULT_NUM_DOCS
@@ -107,13 +95,8 @@ def add_shown_documents(dataset, seed: int = 0, num_docs: int = DEFAULT_NUM_DOCS
 
 
 def in_data_order(records: list[Mapping]) -> list[Mapping]:
-    """The records sorted by `doc_index`.
-
-    Several lm-eval processes each score every n-th doc and their records are concatenated
-    rank by rank; in data order the means are summed exactly as `ambigdocs evaluate` sums them
-    over the answers file (which `samples.py` writes in data order), so the two agree to the bit
-    whatever the process count.
-    """
+    """The records sorted by `doc_index`: lm-eval's processes each score every n-th doc, and in
+    data order the means are summed as `ambigdocs evaluate` sums them, to the bit."""
     if all(r.get(DOC_INDEX) is not None for r in records):
         return sorted(records, key=lambda r: r[DOC_INDEX])
     return records
@@ -142,12 +125,8 @@ def doc_to_target(doc: Mapping) -> str:
 
 
 def process_results(doc: Mapping, results: list[str]) -> dict[str, dict]:
-    """The toolkit's lexical scores of one answer, as one record per metric.
-
-    Every metric gets the whole score record (`ExampleScores` as a dict), so that the
-    aggregation can hand all of them to `scoring.aggregate`, the function `ambigdocs evaluate`
-    calls.
-    """
+    """The toolkit's lexical scores of one answer: every metric gets the whole record
+    (`ExampleScores` as a dict), so that its aggregation can call `scoring.aggregate`."""
     (scores,) = score_examples([results[0]], [doc], [doc["docs"]])
     record = {**scores._asdict(), DOC_INDEX: doc.get(DOC_INDEX)}
     return {name: record for name in LEXICAL_METRICS}
@@ -164,25 +143,17 @@ def _aggregator(name: str):
     return aggregate_metric
 
 
-answer_recall = _aggregator("answer_recall")
-entity_recall = _aggregator("entity_recall")
-entity_answer_recall = _aggregator("entity_answer_recall")
-k_precision = _aggregator("k_precision")
-complete = _aggregator("complete")
-partial = _aggregator("partial")
-ambiguous = _aggregator("ambiguous")
-merged = _aggregator("merged")
-no_answer = _aggregator("no_answer")
+# answer_recall, entity_recall, ..., no_answer: the functions the task YAML names.
+globals().update({name: _aggregator(name) for name in LEXICAL_METRICS})
 
 
 def disambig_f1_record(doc: Mapping, answer: str, qa_model: str) -> dict:
     """What Disambig-F1 needs of one example (no passage texts: the answer is the QA context)."""
-    documents = doc["documents"]
+    documents, keys = doc["documents"], ("title", "answer", "pid")
     if isinstance(documents, Mapping):
-        keys = [k for k in ("title", "answer", "pid") if k in documents]
-        documents = {k: documents[k] for k in keys}
+        documents = {k: documents[k] for k in keys if k in documents}
     else:
-        documents = [{k: d.get(k) for k in ("title", "answer", "pid")} for d in documents]
+        documents = [{k: d.get(k) for k in keys} for d in documents]
     return {
         "qa_model": qa_model,
         DOC_INDEX: doc.get(DOC_INDEX),
@@ -225,7 +196,7 @@ def disambig_f1(records: list[Mapping]) -> float:
     records = in_data_order(records)
     values = per_example([r["gen_answer"] for r in records], records, qa)
     values = [v for v in values if v is not None]
-    return sum(values) / len(values) if values else 0.0
+    return sum(values) / max(len(values), 1)
 
 
 # --- the task --------------------------------------------------------------------------------
@@ -285,18 +256,15 @@ class AmbigDocsTask(ConfigurableTask):
                 f"{self.config.task}: --num_fewshot is not supported (the authors' exemplars are "
                 "fixed); use the task ambigdocs_fewshot for the few-shot prompt"
             )
-        if apply_chat_template and chat_template is not None:
-            messages = render_prompt(doc, few_shot=self.FEW_SHOT, chat=True)
-            if system_instruction:
-                system = messages[0]
-                system["content"] = (
-                    f"{system_instruction}{self.config.fewshot_delimiter}{system['content']}"
-                )
-            return chat_template(messages, add_generation_prompt=True)
-        text = render_prompt(doc, few_shot=self.FEW_SHOT, chat=False)
-        if system_instruction:
-            text = f"{system_instruction}{self.config.fewshot_delimiter}{text}"
-        return text
+        chat = apply_chat_template and chat_template is not None
+        prompt = render_prompt(doc, few_shot=self.FEW_SHOT, chat=chat)
+        prefix = (
+            f"{system_instruction}{self.config.fewshot_delimiter}" if system_instruction else ""
+        )
+        if not chat:
+            return prefix + prompt
+        prompt[0]["content"] = prefix + prompt[0]["content"]  # the system turn
+        return chat_template(prompt, add_generation_prompt=True)
 
     def process_results(self, doc, results):
         """The lexical score records, and Disambig-F1's record when a QA model is set."""

@@ -1,14 +1,10 @@
 """lm-eval's logged samples of the AmbigDocs tasks as the toolkit's answers file.
 
     python -m generation.lm_eval_tasks.samples SAMPLES.jsonl --output answers.jsonl
-    ambigdocs evaluate answers.jsonl --output-dir scores/
 
-SAMPLES.jsonl is what `lm_eval --log_samples --output_path DIR` writes for the task
-(`DIR/<model>/samples_ambigdocs_<date>.jsonl`). Each answer row is the logged doc (the data-set
-row with `docs`, the documents shown, in prompt order), `gen_answer` (the filtered response, the
-text lm-eval scored) and `prompt` (the model input lm-eval logged), in data order: the layout
-`ambigdocs answer` writes, so `ambigdocs evaluate` gives the numbers lm-eval reported, with the
-per-example scores, plots and Disambig-F1 options of that command.
+SAMPLES.jsonl is what `lm_eval --log_samples` writes for the task; each answer row is the logged
+doc (with `docs`, the documents shown), `gen_answer` (the filtered response lm-eval scored) and
+`prompt`, in data order: the layout `ambigdocs answer` writes, which `ambigdocs evaluate` reads.
 """
 
 from __future__ import annotations

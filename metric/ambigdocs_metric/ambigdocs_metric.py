@@ -39,8 +39,6 @@ Args:
         SQuAD 2.0 (the paper: "deepset/roberta-base-squad2"); turns on Disambig-F1. One that
         cannot be loaded (missing path, unknown id, Hub unreachable and not cached) raises
         `QAModelError` (an `OSError`) with the reason in one line.
-    score_documents (`str`): which gold documents are scored: "first5" (default, the authors:
-        the first five in data-set order), "shown" (the gold documents among `contexts`), "all".
         The model is loaded once and kept by the metric object: later `compute` calls with the
         same name and batch size reuse it (a training loop that evaluates every N steps pays
         for the load once). Without a network the Hub is tried once, for a few seconds.
@@ -130,40 +128,39 @@ def _canonical(reference: Reference, shown=None) -> dict:
         ],
         # evaluate cannot store a null list: "none given" is a flag beside an empty list.
         "contexts": [
-            {"title": d["title"], "text": d["text"], "pid": _text_or_none(d.get("pid"))}
+            {
+                "title": d["title"],
+                "text": d["text"],
+                "pid": None if d.get("pid") is None else str(d["pid"]),
+            }
             for d in shown or []
         ],
         "has_contexts": shown is not None,
     }
 
 
-def _check_storable(index: int, prediction: str, reference: dict) -> None:
-    """Refuses text Arrow cannot store (a lone UTF-16 surrogate, e.g. from a `"\\ud800"` JSON
-    escape), naming the example and field instead of failing inside Arrow's encoder.
+def _stored(predictions, references, contexts) -> list[dict]:
+    """The references in the stored layout (`_canonical`), after our checks: bad input fails
+    with the example and field named rather than with an Arrow encoding error.
 
-    The scorer itself reads such text (it works on UTF-8 bytes with "surrogatepass"); only the
-    module's storage cannot hold it.
+    The scorer reads text with a lone UTF-16 surrogate (a `"\\ud800"` JSON escape); Arrow
+    cannot store it, so it is refused here (`check_text`).
 
     Raises:
         ValueError: naming the example (and its qid) and the field.
     """
-    qid = reference["qid"]
-    # A qid that is itself the bad text is left out: the message must be printable.
-    where = f"example {index}" + (f" (qid {qid})" if qid and _utf8_encodable(qid) else "")
-    stored = {k: reference[k] for k in ("qid", "question", "ambiguous_entity", "documents")}
-    check_text({"prediction": prediction, **stored, "contexts": reference["contexts"]}, where)
-
-
-def _utf8_encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _text_or_none(value):
-    return None if value is None else str(value)
+    parsed = validate_inputs(predictions, references, contexts)
+    shown = contexts if contexts is not None else [None] * len(parsed)
+    stored = [_canonical(r, c) for r, c in zip(parsed, shown, strict=True)]
+    for i, (prediction, reference) in enumerate(zip(predictions, stored, strict=True)):
+        qid = reference["qid"]
+        # A qid that is itself the bad text is left out: the message must be printable.
+        printable = not any("\ud800" <= c <= "\udfff" for c in qid)
+        check_text(
+            {"prediction": prediction, **reference},
+            f"example {i}" + (f" (qid {qid})" if qid and printable else ""),
+        )
+    return stored
 
 
 _ROW_FIELDS = ("question", "ambiguous_entity", "documents")
@@ -177,15 +174,12 @@ def as_rows(references, name: str = "references"):
     """
     if not isinstance(references, Mapping):
         return references
-    columns = {k: v for k, v in references.items()}
+    columns = dict(references)
     if all(isinstance(v, (list, tuple)) for v in columns.values()) and columns:
         lengths = {k: len(v) for k, v in columns.items()}
         if len(set(lengths.values())) > 1:
             raise ValueError(f"{name} is a dict of columns of different lengths: {lengths}")
-        keys = list(columns)
-        return [
-            dict(zip(keys, values, strict=True)) for values in zip(*columns.values(), strict=True)
-        ]
+        return [dict(zip(columns, v, strict=True)) for v in zip(*columns.values(), strict=True)]
     if any(field in columns for field in _ROW_FIELDS):
         raise ValueError(
             f"{name} is one row (a dict with {sorted(columns)[:4]}...); pass a list of rows, "
@@ -230,24 +224,14 @@ class AmbigDocsMetric(evaluate.Metric):
         )
 
     def add_batch(self, *, predictions=None, references=None, contexts=None, **kwargs):
-        """Adds a batch of predictions and references, and optionally the shown documents.
-
-        Args:
-            predictions: the answers.
-            references: the rows (a list of rows, or a dict of columns such as `ds[:8]`).
-            contexts: per example, the documents shown to the model (see the module's Args).
-        """
-        # Our checks first, so that bad input fails with the example and field named rather than
-        # with an Arrow encoding error; then one canonical layout for storage.
+        """Adds a batch of predictions, references (a list of rows, or a dict of columns such as
+        `ds[:8]`), and optionally the shown documents (`contexts`, see the module's Args)."""
         references = as_rows(references)
         _check_pair(predictions, references, "predictions", "references")
         if predictions is not None and references is not None:
-            contexts = _check_contexts(contexts, len(predictions))
-            parsed = validate_inputs(predictions, references, contexts)
-            shown = contexts if contexts is not None else [None] * len(parsed)
-            references = [_canonical(r, c) for r, c in zip(parsed, shown, strict=True)]
-            for i, (prediction, reference) in enumerate(zip(predictions, references, strict=True)):
-                _check_storable(i, prediction, reference)
+            references = _stored(
+                predictions, references, _check_contexts(contexts, len(predictions))
+            )
         elif contexts is not None:
             raise ValueError("contexts need their predictions and references in the same call")
         return super().add_batch(predictions=predictions, references=references, **kwargs)
@@ -258,11 +242,9 @@ class AmbigDocsMetric(evaluate.Metric):
             raise ValueError("reference was given without its prediction: give both")
         if reference is None and prediction is not None:
             raise ValueError("prediction was given without its reference: give both")
-        if prediction is not None and reference is not None:
+        if prediction is not None:
             shown = None if context is None else [context]
-            parsed = validate_inputs([prediction], [reference], shown)[0]
-            reference = _canonical(parsed, context)
-            _check_storable(0, prediction, reference)
+            reference = _stored([prediction], [reference], shown)[0]
         elif context is not None:
             raise ValueError("context needs its prediction and reference in the same call")
         return super().add(prediction=prediction, reference=reference, **kwargs)
@@ -284,11 +266,8 @@ class AmbigDocsMetric(evaluate.Metric):
         if qa_model is not None:
             qa = self._qa_extractor(qa_model, qa_batch_size)
             df1 = disambig_f1(predictions, references, qa, contexts, score_documents)
-            if use_aggregator:
-                values = [s for s in df1 if s is not None]
-                result["disambig_f1"] = sum(values) / len(values) if values else 0.0
-            else:
-                result["disambig_f1"] = list(df1)
+            values = [s for s in df1 if s is not None]
+            result["disambig_f1"] = sum(values) / max(len(values), 1) if use_aggregator else df1
         return result
 
     def _qa_extractor(self, qa_model, batch_size):
@@ -326,10 +305,8 @@ def per_example(scores) -> dict[str, list]:
 
 
 def _stored_or_given_contexts(references, given):
-    """The shown documents: those given to `compute`, or those stored by `add_batch`.
-
-    Examples stored without them have none (None): K-Precision leaves them out and
-    `k_precision_n` counts the others, as with a None in `compute(contexts=...)`.
+    """The shown documents: those given to `compute`, or those stored by `add_batch` (None for
+    an example stored without them, as a None in `compute(contexts=...)`).
 
     Raises:
         ValueError: both were given.

@@ -1,17 +1,10 @@
 """Disambig-F1: the model-based part of the AmbigDocs metric (docs/metric.md §9).
 
-For each scored gold document, an extractive QA model trained on SQuAD 2.0 (the paper:
-`deepset/roberta-base-squad2`) reads the model's answer y as context and the disambiguated
-question (sn replaced by the entity's title) as question; the extracted span is compared with the
-gold answer by token F1. The authors ran transformers' `run_qa.py` example
-(`--version_2_with_negative --max_seq_length 384 --null_score_diff_threshold 0`); transformers 5
-no longer has the question-answering pipeline, whose defaults differed anyway, so the model is run
-directly, and `run_qa`'s post-processing is reimplemented exactly (`postprocess_example`). The
-windows go through the model in batches of similar length, each padded only to its longest
-window, rather than padded to 384 tokens: the same spans for a fraction of the work
-(`QAExtractor`; benchmarks/bench_df1.py).
-
-torch and transformers are imported here only, and only when a QA model is used.
+For each scored gold document, an extractive QA model trained on SQuAD 2.0 reads the answer y
+with the disambiguated question, and its span is compared with the gold answer by token F1. The
+model is run directly and `run_qa.py`'s post-processing is reimplemented exactly
+(`postprocess_example`); windows go in batches of similar length (`QAExtractor`). torch and
+transformers are imported here only, and only when a QA model is used.
 """
 
 from __future__ import annotations
@@ -94,15 +87,15 @@ def postprocess_example(
         # Highest first; np.argsort as run_qa calls it, so that ties order the same way.
         starts = np.argsort(start_logits)[-1 : -n_best_size - 1 : -1].tolist()
         ends = np.argsort(end_logits)[-1 : -n_best_size - 1 : -1].tolist()
+        # run_qa's filters: both ends inside the context, in order, at most max_answer_length.
+        inside = {
+            k
+            for k in (*starts, *ends)
+            if k < len(offsets) and offsets[k] is not None and len(offsets[k]) >= 2
+        }
         for s in starts:
             for e in ends:
-                if s >= len(offsets) or e >= len(offsets):
-                    continue
-                if offsets[s] is None or len(offsets[s]) < 2:
-                    continue
-                if offsets[e] is None or len(offsets[e]) < 2:
-                    continue
-                if e < s or e - s + 1 > max_answer_length:
+                if s not in inside or e not in inside or not s <= e < s + max_answer_length:
                     continue
                 prelim.append(
                     _Candidate(
@@ -152,18 +145,10 @@ class QAExtractor:
     """An extractive QA model run as `run_qa.py` ran it, batched (GPU when present).
 
     Every window of every pair is scored by the model and run_qa's post-processing picks each
-    pair's span. Two routes give the model the same tokens at the same positions:
-
-    - padding="longest" (default): windows sorted by length and cut into batches of similar
-      length, each padded only to its longest window; the results go back to the input order.
-    - padding="max_length": every window padded to `max_length` (384), in input order, as
-      run_qa's evaluation did; kept as the reference.
-
-    With right padding the real tokens' logits differ between the routes only by float rounding,
-    and padding never enters run_qa's candidates in a trained model (it scores padding far
-    below the context), so the spans are the same; tests/test_disambig_f1.py and
-    benchmarks/bench_df1.py check this. A tokenizer that pads on the left (the real tokens would
-    move to other positions) always takes the max_length route.
+    pair's span (docs/metric.md §9.2). padding="longest" (default) batches windows of similar
+    length, each batch padded only to its longest window; padding="max_length" pads every window
+    to 384 in input order, as run_qa did (the reference; a left-padding tokenizer always takes
+    it). The spans are the same (tests/test_disambig_f1.py, benchmarks/bench_df1.py).
 
     Args:
         qa_model: a local path or Hub id, or a (model, tokenizer) pair already loaded.

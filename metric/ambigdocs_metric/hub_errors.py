@@ -1,18 +1,10 @@
 """Telling "the Hugging Face Hub cannot be reached" apart from other failures, in one line.
 
-Loading a model or a file from the Hub fails in many layers (httpx, huggingface_hub,
-transformers, datasets), each wrapping the one below, so the user sees a long chain of
-exceptions. `hub_unreachable` finds out whether the root of such a chain is a network failure or
-offline mode (as opposed to, say, a malformed file), and `root_cause` says what happened in one
-line. Light on purpose: no heavy import, usable from the command line and the `evaluate` module.
-
-Without a network, huggingface_hub retries every request with growing pauses (half a minute
-and a screenful of "Retrying in 8s" lines before the same failure). `fail_fast_without_network`,
-called once by every command and before the metric loads a QA model, puts one short TCP
-connection attempt in front of the Hub's requests: when the endpoint (or the proxy that would
-carry the request) cannot be reached, the request fails at once as in offline mode, so that
-cached files still load and everything else fails in seconds, with the error
-`hub_unreachable` recognises. Offline mode itself (`HF_HUB_OFFLINE=1`) needs no check at all.
+`hub_unreachable` finds whether the root of a chain of library exceptions is a network failure
+or offline mode, `root_cause` says what happened in one line. Without a network huggingface_hub
+retries for half a minute; `fail_fast_without_network` puts one short connection attempt in
+front of its requests, so that cached files still load and everything else fails in seconds.
+Light on purpose: no heavy import, usable from the command line and the `evaluate` module.
 """
 
 from __future__ import annotations

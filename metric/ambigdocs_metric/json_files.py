@@ -1,16 +1,9 @@
 """Reading JSON and JSONL files: the one reader of the project, at its bottom layer.
 
-Plain Python (the standard library's parser), so that the builder (`ambigdocs.py`), the metric and
-`generation/` all read files the same way:
-
-- numbers are exact: an integer of any size stays an int (orjson would refuse or round one beyond
-  64 bits); `NaN`, `Infinity` and numbers too large for a float are refused, not read as nan/inf;
-- nesting is bounded: JSON nested deeper than the parser can follow is refused in one line naming
-  the file (and line), never a RecursionError;
-- a key given twice in one object is refused (the parser would silently keep the last one);
-- text that is not UTF-8, or holds a lone UTF-16 surrogate (a `"\\ud800"` escape, which no output
-  file can hold), is refused;
-- every error names the file, the line (and column, byte or field) where it can.
+Plain Python, so that the builder, the metric and `generation/` read files alike: integers of
+any size stay exact; `NaN`, `Infinity`, numbers too large for a float, a key given twice, text
+that is not UTF-8 or holds a lone UTF-16 surrogate, and nesting deeper than the parser can follow
+are refused, each in one line naming the file, the line (and column, byte or field) where it can.
 """
 
 from __future__ import annotations
@@ -118,11 +111,8 @@ _DECODER = json.JSONDecoder(
 
 
 def loads(data: bytes | str, where: str) -> Any:
-    """One JSON text decoded by the rules above.
-
-    Args:
-        data: the text (bytes must be UTF-8).
-        where: the file (and line), as messages name it.
+    """One JSON text (bytes must be UTF-8) decoded by the rules above; `where` is the file (and
+    line), as messages name it.
 
     Raises:
         ValueError: not valid JSON, or against a rule above; names `where`, line and column.
@@ -156,13 +146,8 @@ def read_json(path: str | os.PathLike) -> Any:
 
 
 def read_records(path: str | os.PathLike) -> list[dict]:
-    """Reads a JSON array of objects or a JSONL file (one object a line), whichever it holds.
-
-    Args:
-        path: the file.
-
-    Returns:
-        The records in file order.
+    """The records, in file order, of a JSON array of objects or a JSONL file (one object a
+    line), whichever it holds.
 
     Raises:
         ValueError: the file is not UTF-8, is neither format, or an element/line is not a JSON

@@ -43,13 +43,8 @@ if __name__ != STABLE_MODULE:
 
 
 def load_qa_extractor(qa_model: Any, batch_size: int = 64, **options: Any) -> QAExtractor:
-    """A ready QAExtractor for `qa_model`.
-
-    Args:
-        qa_model: a local path or Hub id, a `(model, tokenizer)` pair, or a QAExtractor
-            (returned as is, with `batch_size` set).
-        batch_size: windows per forward pass.
-        options: the other QAExtractor options (batch_tokens, padding, dtype).
+    """A ready QAExtractor for `qa_model` (a local path or Hub id, a `(model, tokenizer)` pair,
+    or a QAExtractor, returned as is with `batch_size` set); `options` are QAExtractor's others.
 
     Raises:
         QAModelError: a path or id that cannot be loaded; the message says why in one line

@@ -1,17 +1,14 @@
 """The AmbigDocs scorer: answer/entity/entity-answer recall, answer categories, K-Precision.
 
-Pure Python, no framework import: the `evaluate` module, the `ambigdocs evaluate` command and the
-runner all call this file. The semantics are the authors' (their code produced the paper's
-tables), written out in the project's spec `docs/metric.md`; where that departs from the paper's prose
-it is noted below.
-
-Speed: each string is normalised once per example (the authors re-normalise for every score),
-and the normalisation takes a fast path that is exactly equivalent to the SQuAD-v2 one (see
-`_split_words`). Disambig-F1 needs a QA model and lives in `disambig_f1.py`.
+Pure Python, no framework import: the `evaluate` module, `ambigdocs evaluate` and the runner all
+call it. The semantics are the authors' (their code made the paper's tables), specified in
+docs/metric.md. Each string is normalised once per example, by a fast path exactly equivalent
+to SQuAD-v2's (`_split_words`). Disambig-F1 needs a QA model and lives in `disambig_f1.py`.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections import Counter
@@ -560,15 +557,8 @@ def score_example(
     Returns:
         The example's scores.
     """
-    y = clean_prediction(prediction)
-    docs = scored_documents(reference, shown, score_documents)
-    strings = [y, surface_name(reference.ambiguous_entity)]
-    for d in docs:
-        strings += [d.answer, bare_title(d.title)]
-    k_words = (
-        None if shown is None else _raw_words(k_precision_reference(reference.question, shown))
-    )
-    return _score_tokenized(y, [tokens(x) for x in strings], docs, k_words)
+    contexts = None if shown is None else [shown]
+    return score_parsed([prediction], [reference], contexts, score_documents)[0]
 
 
 def _score_tokenized(
@@ -666,24 +656,19 @@ def validate_inputs(
             raise ValueError(
                 f"{_where(i, parsed[i].qid)}: prediction must be a string, got {type(p).__name__}"
             )
-    if contexts is not None:
-        for i, ctx in enumerate(contexts):
-            if ctx is None:
-                continue
-            if not isinstance(ctx, (list, tuple)):
-                raise ValueError(
-                    f"{_where(i, parsed[i].qid)}: contexts (the documents shown) must be a list "
-                    f"of objects, got {type(ctx).__name__}"
-                )
-            for j, d in enumerate(ctx):
-                if not (isinstance(d, dict) or isinstance(d, Mapping)):
-                    raise ValueError(f"{_where(i, parsed[i].qid)}: contexts[{j}] is not an object")
-                for field in ("title", "text"):
-                    if not isinstance(d.get(field), str):
-                        raise ValueError(
-                            f"{_where(i, parsed[i].qid)}: contexts[{j}] field {field!r} "
-                            "must be a string"
-                        )
+    for i, ctx in enumerate(contexts if contexts is not None else ()):
+        where = _where(i, parsed[i].qid)
+        if ctx is not None and not isinstance(ctx, (list, tuple)):
+            raise ValueError(
+                f"{where}: contexts (the documents shown) must be a list of objects, got "
+                f"{type(ctx).__name__}"
+            )
+        for j, d in enumerate(ctx or ()):
+            if not (isinstance(d, dict) or isinstance(d, Mapping)):
+                raise ValueError(f"{where}: contexts[{j}] is not an object")
+            for field in ("title", "text"):
+                if not isinstance(d.get(field), str):
+                    raise ValueError(f"{where}: contexts[{j}] field {field!r} must be a string")
     return parsed
 
 
@@ -706,56 +691,48 @@ def score_examples(
     references: Sequence[Mapping],
     contexts: Sequence[Sequence[Mapping] | None] | None = None,
     score_documents: str = "first5",
+    *,
+    validated: bool = False,
 ) -> list[ExampleScores]:
-    """Scores many answers (see `score_example`); inputs are validated first.
+    """Scores many answers (see `score_example`), every string tokenised in one batch.
+
+    Args:
+        validated: `references` are `validate_inputs`' parsed rows (`score_parsed`): no checks.
 
     Raises:
         ValueError: bad input, naming the example and the field.
     """
-    if score_documents not in SCORE_DOCUMENTS:
-        raise ValueError(
-            f"score_documents must be one of {SCORE_DOCUMENTS}, got {score_documents!r}"
-        )
-    parsed = validate_inputs(predictions, references, contexts)
-    return score_parsed(predictions, parsed, contexts, score_documents)
-
-
-def score_parsed(
-    predictions: Sequence[str],
-    references: Sequence[Reference],
-    contexts: Sequence[Sequence[Mapping] | None] | None = None,
-    score_documents: str = "first5",
-) -> list[ExampleScores]:
-    """`score_examples` on validated input: every string is tokenised in one batch."""
-    with gc_paused():
-        return _score_parsed(predictions, references, contexts, score_documents)
-
-
-def _score_parsed(
-    predictions: Sequence[str],
-    references: Sequence[Reference],
-    contexts: Sequence[Sequence[Mapping] | None] | None,
-    score_documents: str,
-) -> list[ExampleScores]:
+    if not validated:
+        if score_documents not in SCORE_DOCUMENTS:
+            raise ValueError(
+                f"score_documents must be one of {SCORE_DOCUMENTS}, got {score_documents!r}"
+            )
+        references = validate_inputs(predictions, references, contexts)
     if contexts is None:
         contexts = [None] * len(references)
-    ys = [clean_prediction(p) for p in predictions]
-    docs_of = [
-        scored_documents(r, c, score_documents) for r, c in zip(references, contexts, strict=True)
-    ]
-    strings: list[str] = []
-    for y, ref, docs in zip(ys, references, docs_of, strict=True):
-        strings += [y, surface_name(ref.ambiguous_entity)]
-        for d in docs:
-            strings += [d.answer, bare_title(d.title)]
-    toks = tokens_many(strings)
-    k_words = _k_words_many([r.question for r in references], contexts)
-    out, at = [], 0
-    for y, docs, kw in zip(ys, docs_of, k_words, strict=True):
-        width = 2 + 2 * len(docs)
-        out.append(_score_tokenized(y, toks[at : at + width], docs, kw))
-        at += width
-    return out
+    with gc_paused():
+        ys = [clean_prediction(p) for p in predictions]
+        docs_of = [
+            scored_documents(r, c, score_documents)
+            for r, c in zip(references, contexts, strict=True)
+        ]
+        strings: list[str] = []
+        for y, ref, docs in zip(ys, references, docs_of, strict=True):
+            strings += [y, surface_name(ref.ambiguous_entity)]
+            for d in docs:
+                strings += [d.answer, bare_title(d.title)]
+        toks = tokens_many(strings)
+        k_words = _k_words_many([r.question for r in references], contexts)
+        out, at = [], 0
+        for y, docs, kw in zip(ys, docs_of, k_words, strict=True):
+            width = 2 + 2 * len(docs)
+            out.append(_score_tokenized(y, toks[at : at + width], docs, kw))
+            at += width
+        return out
+
+
+# `score_examples` on `validate_inputs`' output.
+score_parsed = functools.partial(score_examples, validated=True)
 
 
 def _mean(values: Sequence[float]) -> float:

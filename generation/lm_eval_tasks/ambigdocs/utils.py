@@ -1,8 +1,7 @@
 """What the YAML files here name with `!function utils.X`: lm-eval loads this file by path.
 
-Everything is defined in `generation/lm_eval_tasks/harness.py`; this file only makes the toolkit
-importable when it is not installed (lm-eval run from a clone: the repository root is three
-folders up) and re-exports the names.
+It re-exports `generation/lm_eval_tasks/harness.py`, making the toolkit importable when it is
+not installed (lm-eval run from a clone: the repository root is three folders up).
 """
 
 import sys
@@ -13,19 +12,4 @@ try:
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from generation.lm_eval_tasks.harness import (  # noqa: E402,F401
-    AmbigDocsFewShotTask,
-    AmbigDocsTask,
-    ambiguous,
-    answer_recall,
-    complete,
-    disambig_f1,
-    doc_to_target,
-    entity_answer_recall,
-    entity_recall,
-    k_precision,
-    merged,
-    no_answer,
-    partial,
-    process_results,
-)
+from generation.lm_eval_tasks.harness import *  # noqa: E402,F403
