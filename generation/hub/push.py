@@ -1,24 +1,5 @@
-"""`ambigdocs push`: add or replace one split of a script-free AmbigDocs dataset on the Hub.
-
-    ambigdocs push new_domain.json --repo-id NAMESPACE/ambigdocs --split test_sports
-    ambigdocs push runs/llama_answers.json --repo-id NAMESPACE/ambigdocs-runs \\
-        --config llama2_7b --split test
-    ambigdocs push EXPORT_DIR --repo-id NAMESPACE/ambigdocs --split validation --dry-run
-
-SOURCE is a raw file (JSON array or JSONL, as the release), a folder in the release layout
-(`{split}.json`; the validation split may be `dev.json`), or a folder written by
-`ambigdocs export`. Every row is validated against the release schema before anything is
-uploaded (an error names the file, the row and the field). Fields beyond the schema (a model
-run's `gen_answer` and `docs`) are kept as extra columns; since all splits of a config share one
-set of features, such a split belongs in its own `--config`.
-
-One commit replaces the split's Parquet files (`data/{split}-*` for `default`,
-`{config}/{split}-*` otherwise), leaves every other file alone, and rewrites the card's YAML
-(`configs`, `dataset_info`) and split table to match. The token comes from `HF_TOKEN` or
-`hf auth login` and is never printed. Names and rows are checked offline, before any Hub call.
-`--dry-run` reads the repository, then prints the files and the card that would be uploaded, and
-uploads nothing (when the Hub cannot be read: the plan for a new repository, then one line).
-Every failure ends with one line and exit status 2.
+"""`ambigdocs push`: add or replace one split of a script-free AmbigDocs dataset on the Hub, in
+one commit, after checking every name and row offline (docs/datasets.md, "Publishing a new split").
 """
 
 from __future__ import annotations
@@ -298,27 +279,16 @@ def push_split(
     config: str = "default",
     *,
     source_config: str | None = None,
-    private: bool = False,
-    revision: str | None = None,
-    create_pr: bool = False,
-    dry_run: bool = False,
-    api: Any = None,
-    out=None,
+    **publish_options: Any,
 ):
     """Validates SOURCE, then adds or replaces `config`/`split` in a Hub dataset repository.
 
     Args:
         source: a raw file, a raw folder, or an export folder (see `read_source`).
-        repo_id: `NAMESPACE/NAME`.
-        split: the split name.
-        config: the config name.
+        repo_id, split, config: where it goes.
         source_config: the config to read from an export folder.
-        private: create the repository private if it does not exist.
-        revision: the branch to commit to (created if missing).
-        create_pr: open a pull request (against `revision`, which must then exist).
-        dry_run: print what would be uploaded, upload nothing.
-        api: an `HfApi`-like object (default: `HfApi()`, with the usual token).
-        out: where the report goes.
+        **publish_options: `private`, `revision`, `create_pr`, `dry_run`, `api`, `out`, as
+            `remote.publish` takes them.
 
     Returns:
         The commit's `CommitInfo`, or None on a dry run.
@@ -326,71 +296,25 @@ def push_split(
     Raises:
         ValueError: a name or the source is invalid (found before any Hub call), the card
             cannot be extended, or `create_pr` names a branch that does not exist.
-        Exception: whatever the Hub client raises when the Hub cannot be reached or refuses
-            (on a dry run, the plan for a new repository is printed first);
-            the error boundary (`generation/boundary.py`) turns it into one line.
+        Exception: what the Hub client raises (see `remote.publish`); the error boundary
+            (`generation/boundary.py`) turns it into one line.
     """
-    out = out or sys.stdout
     # Everything that can be checked offline is checked before the first Hub call.
     remote.check_repo_id(repo_id)
     check_split_name(split)
     check_config_name(config)
     dataset = read_source(source, split, config, source_config)
-    if api is None:
-        from huggingface_hub import HfApi
-
-        api = HfApi()
     with tempfile.TemporaryDirectory(prefix="ambigdocs-push-") as tmp:
-        plan = functools.partial(
-            _print_plan, dataset, repo_id, split, config, Path(tmp), revision, out
-        )
         return remote.publish(
-            api,
             repo_id,
             REPO_TYPE,
-            plan,
+            functools.partial(plan_push, dataset, repo_id, split, config, workdir=Path(tmp)),
             f"Add or replace split {config}/{split} ({len(dataset):,} rows)",
-            dry_run=dry_run,
+            verb="push",
+            what=f"{config}/{split} ({len(dataset):,} rows) to",
             read_card=True,
-            revision=revision,
-            create_pr=create_pr,
-            out=out,
-            private=private,
+            **publish_options,
         )
-
-
-def _print_plan(
-    dataset: datasets.Dataset,
-    repo_id: str,
-    split: str,
-    config: str,
-    workdir: Path,
-    revision: str | None,
-    out,
-    state: remote.RepoState,
-    card_text: str | None,
-    *,
-    dry_run: bool = True,
-    offline: bool = False,
-) -> list:
-    """Plans the commit (see `plan_push`) and prints it; on a dry run, the card too.
-
-    Returns:
-        The commit's operations.
-    """
-    operations, readme = plan_push(dataset, repo_id, split, config, state, card_text, workdir)
-    verb = "would push" if dry_run else "pushing"
-    where = repo_id + (f"@{revision}" if revision else "")
-    if offline:
-        where += " (checked offline, as a new repository: the Hub could not be read)"
-    elif not state.exists:
-        where += " (new)"
-    print(f"{verb} {config}/{split} ({len(dataset):,} rows) to {where}", file=out)
-    for line in remote.describe_operations(operations):
-        print(f"  {line}", file=out)
-    if dry_run:
-        print("README.md would be:\n" + readme, file=out)
-    return operations
 
 
 @dataclasses.dataclass

@@ -67,16 +67,6 @@ def read_repo_state(api: Any, repo_id: str, repo_type: str, revision: str | None
     return RepoState(exists=True, branch_exists=branch_exists, sha=info.sha, files=list(files))
 
 
-def read_text_file(
-    api: Any, repo_id: str, repo_type: str, state: RepoState, path: str
-) -> str | None:
-    """The text of one file of the repository at the state's commit (None if absent)."""
-    if not state.exists or path not in state.files:
-        return None
-    local = api.hf_hub_download(repo_id, path, repo_type=repo_type, revision=state.sha)
-    return Path(local).read_text(encoding="utf-8")
-
-
 def describe_operations(operations: list) -> list[str]:
     """One line per operation: `+ path (N bytes)` or `- path`, for dry runs and logs."""
     lines = []
@@ -90,148 +80,111 @@ def describe_operations(operations: list) -> list[str]:
     return lines
 
 
-def commit(
-    api: Any,
+def publish(
     repo_id: str,
     repo_type: str,
-    state: RepoState,
-    operations: list,
+    plan: Callable[[RepoState, str | None], tuple[list, str]],
     message: str,
     *,
+    verb: str,
+    what: str,
+    api: Any = None,
+    dry_run: bool = False,
+    read_card: bool = False,
     private: bool = False,
     revision: str | None = None,
     create_pr: bool = False,
     space_sdk: str | None = None,
-):
-    """Creates the repository or branch if needed, then makes one commit.
-
-    Args:
-        api: an `HfApi`-like object.
-        repo_id: `NAMESPACE/NAME`.
-        repo_type: `dataset` or `space`.
-        state: what `read_repo_state` found (its sha is the parent commit).
-        operations: `CommitOperationAdd` / `CommitOperationDelete` items.
-        message: the commit message.
-        private: create the repository private (an existing one keeps its visibility).
-        revision: the branch to commit to (created at the commit read if missing);
-            None: the default branch.
-        create_pr: open a pull request against `revision` (which must exist) instead of
-            committing to it.
-        space_sdk: the SDK of a new Space (`gradio`).
-
-    Returns:
-        The `CommitInfo` (`commit_url`, `pr_url`).
-
-    Raises:
-        ValueError: `create_pr` against a branch that does not exist.
-    """
-    if not state.exists:
-        kwargs = {"space_sdk": space_sdk} if space_sdk else {}
-        api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, **kwargs)
-    check_pr_target(state, revision, create_pr)
-    if revision and not state.branch_exists:
-        # Start the branch at the commit that was read, not at whatever the default branch holds
-        # now; the commit below is then pinned to it like any other.
-        api.create_branch(
-            repo_id, repo_type=repo_type, branch=revision, revision=state.sha, exist_ok=True
-        )
-    return api.create_commit(
-        repo_id,
-        operations,
-        commit_message=message,
-        repo_type=repo_type,
-        revision=revision,
-        create_pr=create_pr,
-        # A new repository has no parent to pin.
-        parent_commit=state.sha if state.exists else None,
-    )
-
-
-def publish(
-    api: Any,
-    repo_id: str,
-    repo_type: str,
-    plan: Callable[..., list],
-    message: str,
-    *,
-    dry_run: bool,
-    read_card: bool = False,
-    revision: str | None = None,
-    create_pr: bool = False,
     out=None,
-    **commit_options: Any,
 ):
     """Reads the repository, prints the commit's plan and makes it (unless a dry run): the one
     order of `push` and `push-metric`.
 
     Args:
-        plan: `plan(state, card_text, dry_run=..., offline=...)` prints what would be committed
-            and returns the operations (`offline=True`: the plan for a new repository, printed
-            on a dry run when the Hub cannot be read).
+        api: an `HfApi`-like object (None: `HfApi()`, with the usual token).
+        plan: `plan(state, card_text)` returns the commit's operations and the new README.md.
+        verb, what: the plan's headline, `{verb}ing {what} {repo_id}` (`would {verb}` on a
+            dry run; `what` ends in "to").
         read_card: read the repository's `README.md` for `plan` (else it gets None).
-        **commit_options: passed to `commit` (`private`, `space_sdk`); the other arguments are
-            as `commit` and `report` take them.
+        private: create the repository private (an existing one keeps its visibility).
+        revision: the branch to commit to (created at the commit read if missing).
+        create_pr: open a pull request against `revision` (which must exist).
+        space_sdk: the SDK of a new Space (`gradio`).
 
     Returns:
         The `CommitInfo`, or None on a dry run.
 
     Raises:
         ValueError: `create_pr` against a branch that does not exist (before the plan prints).
-        Exception: whatever the Hub client raises when the Hub cannot be reached or refuses.
+        Exception: whatever the Hub client raises when the Hub cannot be reached or refuses
+            (on a dry run, the plan for a new repository is printed first).
     """
     from metric.ambigdocs_metric.hub_errors import hub_unreachable
 
+    out = out or sys.stdout
+    if api is None:
+        from huggingface_hub import HfApi
+
+        api = HfApi()
+
+    def show(state: RepoState, card_text: str | None, where: str) -> list:
+        operations, readme = plan(state, card_text)
+        target = repo_id + (f"@{revision}" if revision else "") + where
+        print(f"{'would ' + verb if dry_run else verb + 'ing'} {what} {target}", file=out)
+        for line in describe_operations(operations):
+            print(f"  {line}", file=out)
+        if dry_run:
+            print("README.md would be:\n" + readme, file=out)
+        return operations
+
     try:
         state = read_repo_state(api, repo_id, repo_type, revision)
-        card_text = (
-            read_text_file(api, repo_id, repo_type, state, "README.md") if read_card else None
-        )
+        card_text = None
+        if read_card and state.exists and "README.md" in state.files:
+            local = api.hf_hub_download(
+                repo_id, "README.md", repo_type=repo_type, revision=state.sha
+            )
+            card_text = Path(local).read_text(encoding="utf-8")
     except Exception as err:
         if dry_run and hub_unreachable(err):
             # Still show what was checked offline: the plan for a new repository.
-            plan(RepoState(), None, offline=True)
+            kind = "Space" if repo_type == "space" else "repository"
+            show(
+                RepoState(), None, f" (checked offline, as a new {kind}: the Hub could not be read)"
+            )
         raise
-    check_pr_target(state, revision, create_pr)  # before printing or uploading
-    operations = plan(state, card_text, dry_run=dry_run)
-    if dry_run:
-        return None
-    info = commit(
-        api,
-        repo_id,
-        repo_type,
-        state,
-        operations,
-        message,
-        revision=revision,
-        create_pr=create_pr,
-        **commit_options,
-    )
-    report(info, out)
-    return info
-
-
-def check_pr_target(state: RepoState, revision: str | None, create_pr: bool) -> None:
-    """Refuses a pull request against a branch that does not exist.
-
-    The Hub would open it against the default branch instead, while the report names the
-    branch.
-
-    Raises:
-        ValueError: `create_pr` with a `revision` that the repository does not have.
-    """
+    # The Hub would open a PR against the default branch instead, while the report names it.
     if create_pr and revision and not state.branch_exists:
         raise ValueError(
             f"--create-pr needs an existing --revision: branch {revision!r} does not exist "
             "(push to it without --create-pr to create it)"
         )
-
-
-def report(info: Any, out=None) -> None:
-    """Prints where the commit landed (never the token)."""
-    out = out or sys.stdout
+    operations = show(state, card_text, "" if state.exists else " (new)")
+    if dry_run:
+        return None
+    if not state.exists:
+        kwargs = {"space_sdk": space_sdk} if space_sdk else {}
+        api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, **kwargs)
+    if revision and not state.branch_exists:
+        # Start the branch at the commit that was read, not at whatever the default branch holds
+        # now; the commit below is then pinned to it like any other.
+        api.create_branch(
+            repo_id, repo_type=repo_type, branch=revision, revision=state.sha, exist_ok=True
+        )
+    info = api.create_commit(
+        repo_id,
+        operations,
+        commit_message=message,
+        repo_type=repo_type,
+        revision=revision,
+        create_pr=create_pr,
+        # Pinned to the commit read (a concurrent change fails it); a new repository has none.
+        parent_commit=state.sha if state.exists else None,
+    )
     url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None)
-    if url:
+    if url:  # never the token
         print(f"committed: {url}", file=out)
+    return info
 
 
 def check_repo_id(repo_id: str) -> str:
