@@ -20,7 +20,7 @@ from generation.report.bootstrap import (
     small_sample_note,
     value_matrix,
 )
-from generation.report.layout import CATEGORY_NAMES, SCORE_KEYS, SCORE_LABELS
+from generation.report.layout import SCORE_KEYS, difference_ci, score_name
 from generation.report.predictions import index_by_qid
 from generation.report.tables import md_code, md_escape
 from metric.ambigdocs_metric.scoring import CATEGORIES
@@ -156,10 +156,6 @@ def _num(x, fmt="{:+.3f}") -> str:
     return "-" if x is None else fmt.format(x)
 
 
-def _label(key: str) -> str:
-    return SCORE_LABELS.get(key) or CATEGORY_NAMES.get(key, key)
-
-
 def format_comparison_markdown(comparison: dict) -> str:
     """`comparison.json` as Markdown: a table of differences and a transition matrix per pair."""
     lines = [f"# Paired comparison against {md_code(comparison['baseline'])}", ""]
@@ -175,11 +171,9 @@ def format_comparison_markdown(comparison: dict) -> str:
             "|---|---:|---:|---:|---:|---:|",
         ]
         for key, s in c["scores"].items():
-            ci = s["ci95"]
-            ci_text = "-" if not ci or ci[0] is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
             lines.append(
-                f"| {md_escape(_label(key))} | {_num(s['baseline'], '{:.3f}')} | "
-                f"{_num(s['system'], '{:.3f}')} | {_num(s['difference'])} | {ci_text} | "
+                f"| {md_escape(score_name(key))} | {_num(s['baseline'], '{:.3f}')} | "
+                f"{_num(s['system'], '{:.3f}')} | {_num(s['difference'])} | {difference_ci(s['ci95'])} | "
                 f"{_num(s['p_value'], '{:.4f}')} |"
             )
         lines += [
@@ -192,9 +186,9 @@ def format_comparison_markdown(comparison: dict) -> str:
 
 def _transition_markdown(matrix: dict[str, dict[str, int]]) -> list[str]:
     order = list(matrix)
-    head = "| | " + " | ".join(_label(k) for k in order) + " |"
+    head = "| | " + " | ".join(score_name(k) for k in order) + " |"
     rule = "|---|" + "---:|" * len(order)
     rows = [
-        f"| {_label(a)} | " + " | ".join(str(matrix[a][b]) for b in order) + " |" for a in order
+        f"| {score_name(a)} | " + " | ".join(str(matrix[a][b]) for b in order) + " |" for a in order
     ]
     return [head, rule, *rows]

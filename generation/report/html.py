@@ -21,7 +21,8 @@ from generation.report.layout import (
     CATEGORY_NAMES,
     SCORE_FORMATS,
     SCORE_KEYS,
-    SCORE_LABELS,
+    difference_ci,
+    score_name,
 )
 from generation.report.tables import table_rows
 from metric.ambigdocs_metric.scoring import (
@@ -194,17 +195,15 @@ def category_chart_html(columns: dict[str, dict]) -> str:
     return f'<div class="chart">{"".join(bars)}<div>{legend}</div></div>'
 
 
-def _label(key: str) -> str:
-    return SCORE_LABELS.get(key) or CATEGORY_NAMES.get(key, key)
-
-
 def _difference_row(key: str, s: dict) -> str:
-    ci = s["ci95"]
-    ci_text = "-" if not ci or ci[0] is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
     p = "-" if s["p_value"] is None else f"{s['p_value']:.4f}"
     d = "-" if s["difference"] is None else f"{s['difference']:+.3f}"
     significant = s["p_value"] is not None and s["p_value"] < 0.05
-    return _row(_label(key), [d, ci_text, p, str(s["n"])], cls="sig" if significant else "")
+    return _row(
+        score_name(key),
+        [d, difference_ci(s["ci95"]), p, str(s["n"])],
+        cls="sig" if significant else "",
+    )
 
 
 def comparison_html(comparison: dict | None) -> str:
@@ -231,10 +230,12 @@ def _matrix_html(matrix: dict[str, dict[str, int]], corner: str = "") -> str:
     """{row category: {column category: count}} as a grid, the diagonal marked."""
     order = list(next(iter(matrix.values()), {}))
     rows = [
-        _row(_label(a), [f'<td class="{"diag" if a == b else ""}">{row[b]}</td>' for b in order])
+        _row(
+            score_name(a), [f'<td class="{"diag" if a == b else ""}">{row[b]}</td>' for b in order]
+        )
         for a, row in matrix.items()
     ]
-    return _grid([corner, *(escape(_label(k)) for k in order)], rows)
+    return _grid([corner, *(escape(score_name(k)) for k in order)], rows)
 
 
 def notes_html(columns: dict[str, dict]) -> str:
@@ -288,10 +289,10 @@ def slices_html(slices: dict[str, dict]) -> str:
         for kind, groups in kinds.items():
             keys = [k for k in (*SCORE_KEYS, *CATEGORIES) if any(k in g for g in groups.values())]
             rows = [
-                _row(_label(group), [str(g["n"]), *(_slice_cell(g, k) for k in keys)])
+                _row(score_name(group), [str(g["n"]), *(_slice_cell(g, k) for k in keys)])
                 for group, g in groups.items()
             ]
-            header = ["", "n", *(escape(_label(k)) for k in keys)]
+            header = ["", "n", *(escape(score_name(k)) for k in keys)]
             parts += [f"<h4>{SLICE_TITLES.get(kind, escape(kind))}</h4>", _grid(header, rows)]
     return "".join(parts)
 
