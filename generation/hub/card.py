@@ -167,30 +167,20 @@ def set_split(
     Raises:
         ValueError: the config declares its files in a form other than `{split, path}` items.
     """
-    configs = card_configs(card)
-    entry = dict(configs.get(config, {}))
+    entry = dict(card_configs(card).get(config, {}))
     files = split_entries(entry, config, "the card")
-    new = {"split": split, "path": data_files or split_pattern(config, split)}
-    for i, item in enumerate(files):
-        if isinstance(item, dict) and item.get("split") == split:
-            files[i] = new
-            break
-    else:
-        files.append(new)
+    # Replaced where it stands, else added at the end.
+    at = next((i for i, item in enumerate(files) if item["split"] == split), len(files))
+    files[at : at + 1] = [{"split": split, "path": data_files or split_pattern(config, split)}]
     entry["data_files"] = files
     MetadataConfigs({config: entry}).to_dataset_card_data(card.data)
 
-    infos = card_infos(card)
-    old = infos.get(config)
-    splits = datasets.SplitDict()
-    for name, split_info_ in (old.splits or {}).items() if old else []:
-        if name != split:
-            splits.add(split_info_)
-    splits.add(info)
+    old = card_infos(card).get(config)
+    splits = {**(old.splits or {} if old else {}), split: info}
     # List the splits in the order of the config's data_files (kept stable across pushes).
-    order = {name: i for i, name in enumerate(f["split"] for f in files if isinstance(f, dict))}
+    order = [item["split"] for item in files]
     ordered = datasets.SplitDict()
-    for name in sorted(splits, key=lambda n: order.get(n, len(order))):
+    for name in sorted(splits, key=lambda n: order.index(n) if n in order else len(order)):
         ordered.add(splits[name])
     new_info = datasets.DatasetInfo(features=features, splits=ordered)
     new_info.dataset_size = sum(s.num_bytes for s in ordered.values())

@@ -9,6 +9,7 @@ import fnmatch
 import functools
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -169,8 +170,8 @@ def _read_export_split(
     return ds
 
 
-def _match(path: str, patterns: str | list[str]) -> bool:
-    patterns = [patterns] if isinstance(patterns, str) else list(patterns)
+def _match(path: str, patterns: str | Sequence[str]) -> bool:
+    patterns = [patterns] if isinstance(patterns, str) else patterns
     return any(fnmatch.fnmatchcase(path, p) for p in patterns)
 
 
@@ -203,10 +204,7 @@ def plan_push(
     """Works out the commit that adds or replaces one split, writing its files under workdir.
 
     Args:
-        dataset: the validated split.
-        repo_id: the target repository.
-        split: the split name.
-        config: the config name.
+        dataset, repo_id, split, config: the validated split and where it goes (names checked).
         state: the repository as read.
         card_text: its README.md (None: none yet).
         workdir: a scratch folder for the Parquet shards.
@@ -220,12 +218,10 @@ def plan_push(
             repository holds data files its card does not describe, or it holds `NAME.py`
             (a loading script, which makes `datasets` refuse the whole repository).
     """
-    check_split_name(split)
-    check_config_name(config)
     remote.check_no_loading_script(repo_id, state.files)
     card = dataset_card.read_card(card_text) if card_text else dataset_card.new_card(repo_id)
     configs = dataset_card.card_configs(card)
-    data_like = [f for f in state.files if not any(fnmatch.fnmatchcase(f, p) for p in _NOT_DATA)]
+    data_like = [f for f in state.files if not _match(f, _NOT_DATA)]
     if data_like and not configs:
         raise ValueError(
             f"{repo_id}: holds data files ({', '.join(data_like[:3])}...) but its card has no "

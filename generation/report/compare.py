@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from generation.report.bootstrap import (
+    CHUNK,
     LEVEL,
     percentile_interval,
     resampled_means,
@@ -26,7 +27,6 @@ from generation.report.tables import md_code, md_escape
 from metric.ambigdocs_metric.scoring import CATEGORIES
 
 UNSCORED = "unscored"  # the transition-matrix row/column of examples without a category
-CHUNK = 100
 
 
 def permutation_p_values(diffs: np.ndarray, defined: np.ndarray, n: int, seed: int) -> list:

@@ -13,9 +13,7 @@ import re
 from collections.abc import Sequence
 from html import escape
 from importlib import resources
-from pathlib import Path
 
-from generation.io.records import atomic_write_text
 from generation.report.layout import (
     CATEGORY_COLOURS,
     CATEGORY_NAMES,
@@ -34,7 +32,6 @@ from metric.ambigdocs_metric.scoring import (
     tokens_many,
 )
 
-TEMPLATE = "report.html"
 # Score shown per answer in the viewer (the per-example records' fields).
 VIEWER_SCORES = ("answer_recall", "entity_recall", "entity_answer_recall", "disambig_f1")
 VIEWER_LABELS = {
@@ -43,15 +40,6 @@ VIEWER_LABELS = {
     "entity_answer_recall": "EAR",
     "disambig_f1": "DF1",
 }
-
-
-def load_template() -> str:
-    """The page template shipped in generation/resources/report/."""
-    return (
-        resources.files("generation")
-        .joinpath("resources", "report", TEMPLATE)
-        .read_text(encoding="utf-8")
-    )
 
 
 # --- the examples ------------------------------------------------------------------------------
@@ -352,11 +340,8 @@ def render_report(
         "PROVENANCE": provenance_html(provenance),
         "DATA": script_json(data),
     }
+    template = resources.files("generation").joinpath("resources", "report", "report.html")
     # One pass: text put in by one placeholder is never read for another.
-    return re.sub(r"\{\{([A-Z]+)\}\}", lambda m: values[m.group(1)], load_template())
-
-
-def write_report(path: Path, **kwargs) -> Path:
-    """Writes `render_report(**kwargs)` to `path`."""
-    atomic_write_text(path, render_report(**kwargs))
-    return path
+    return re.sub(
+        r"\{\{([A-Z]+)\}\}", lambda m: values[m.group(1)], template.read_text(encoding="utf-8")
+    )

@@ -120,17 +120,16 @@ def write_report_files(
         atomic_write_text(out_dir / "comparison.md", format_comparison_markdown(comparison))
         paths += [out_dir / "comparison.json", out_dir / "comparison.md"]
     if options.report:
-        from generation.report.html import write_report
+        from generation.report.html import render_report
 
-        paths.append(
-            write_report(
-                out_dir / "report.html",
-                columns=columns,
-                systems=systems,
-                comparison=comparison,
-                slices={n: s["slices"] for n, s in columns.items()},
-                provenance={n: s["provenance"] for n, s in columns.items()},
-                score_documents=options.score_documents,
-            )
+        page = render_report(
+            columns=columns,
+            systems=systems,
+            comparison=comparison,
+            slices={n: s["slices"] for n, s in columns.items()},
+            provenance={n: s["provenance"] for n, s in columns.items()},
+            score_documents=options.score_documents,
         )
+        atomic_write_text(out_dir / "report.html", page)
+        paths.append(out_dir / "report.html")
     return paths

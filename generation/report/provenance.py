@@ -12,19 +12,10 @@ import generation
 from generation import secrets
 from generation.io.records import read_json
 from generation.io.resume import meta_path
+from generation.io.resume import sha256_file as file_sha256
 
 # Libraries whose versions can change a number in the report.
 LIBRARIES = ("numpy", "orjson", "torch", "transformers", "tokenizers", "matplotlib")
-_BLOCK = 1 << 20
-
-
-def file_sha256(path: str | Path) -> str:
-    """The SHA-256 of a file, read in blocks (results files can be large)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def folder_sha256(path: Path) -> str:
