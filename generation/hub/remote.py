@@ -1,9 +1,6 @@
-"""The few Hugging Face Hub calls `push` and `push-metric` make, in one place.
-
-Every call goes through an `HfApi`-like object (`repo_info`, `list_repo_files`,
-`hf_hub_download`, `create_repo`, `create_branch`, `create_commit`), so tests hand in a fake
-one and check exactly what would be uploaded. The token is whatever `huggingface_hub` finds
-(`HF_TOKEN`, or `hf auth login`); this module never reads, logs or prints it.
+"""The few Hugging Face Hub calls `push` and `push-metric` make, in one place, through an
+`HfApi`-like object (tests hand in a fake one). The token is whatever `huggingface_hub` finds;
+this module never reads, logs or prints it.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""Paired comparison of results files on the questions they share (`comparison.json`).
-
-The first file is the baseline; each other file is compared with it on the intersection of
-their qids. Per score (and category fraction): the mean difference (other minus baseline) over
-the examples where both have the score, its 95% paired-bootstrap interval, and a two-sided
-paired permutation p-value (random sign flips of the per-example differences). The category
-transition matrix counts, per baseline category, the other file's categories.
+"""Paired comparison of results files on the questions they share (`comparison.json`,
+`comparison.md`): the first file against each other one (docs/report.md, "Paired comparison").
 """
 
 from __future__ import annotations

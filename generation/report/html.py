@@ -32,9 +32,8 @@ from metric.ambigdocs_metric.scoring import (
     tokens_many,
 )
 
-# Score shown per answer in the viewer (the per-example records' fields).
-VIEWER_SCORES = ("answer_recall", "entity_recall", "entity_answer_recall", "disambig_f1")
-VIEWER_LABELS = {
+# Scores shown per answer in the viewer (the per-example records' fields), and their labels.
+VIEWER_SCORES = {
     "answer_recall": "AR",
     "entity_recall": "ER",
     "entity_answer_recall": "EAR",
@@ -323,7 +322,7 @@ def render_report(
         "categories": list(CATEGORIES),
         "categoryNames": CATEGORY_NAMES,
         "categoryColours": CATEGORY_COLOURS,
-        "scoreLabels": [VIEWER_LABELS[s] for s in VIEWER_SCORES],
+        "scoreLabels": list(VIEWER_SCORES.values()),
         "examples": example_payload(systems, score_documents),
     }
     values = {

@@ -1,19 +1,6 @@
-"""Predictions as researchers hold them (`{qid, answer}` records), joined with their data set.
-
-The one home of the join that `ambigdocs evaluate` and notebooks use:
-
-    from generation.io.data_sources import load_split_rows
-    from generation.report.predictions import join_predictions
-    rows = join_predictions("my_answers.jsonl", load_split_rows(config="sample"))
-
-A prediction is a JSON array element or JSONL line with `qid` and the answer under one of
-`ANSWER_FIELDS` (or a field named by `answer_field`), optionally `docs`, the documents shown (for
-K-Precision). Its other fields are kept (a `setting`, a label), except those of the data set's
-rows, which come from the data set. lm-eval's logged samples (`samples_<task>_<date>.jsonl`) are
-read as they are (`generation.lm_eval_tasks.samples`). Without a data set, each record must be a
-whole data-set row with its answer (the authors' results format, or `ambigdocs answer`'s JSONL).
-
-The joined rows are what a full-row file would hold, so the scores are the same either way.
+"""Predictions as researchers hold them (`{qid, answer}` records), joined with their data set:
+the one join that `ambigdocs evaluate` and notebooks use (README, "Scoring answers"). The joined
+rows are what a full-row file would hold, so the scores are the same either way.
 """
 
 from __future__ import annotations
