@@ -187,13 +187,6 @@ def set_split(
     DatasetInfosDict({config: new_info}).to_dataset_card_data(card.data)
 
 
-def refresh_split_table(card: DatasetCard) -> None:
-    """Rewrites the split table between the markers from the YAML (no markers: unchanged)."""
-    pattern = re.compile(re.escape(SPLITS_START) + r".*?" + re.escape(SPLITS_END), re.DOTALL)
-    table = f"{SPLITS_START}\n{_split_table(card_infos(card))}\n{SPLITS_END}"
-    card.text = pattern.sub(lambda _: table, card.text)
-
-
 def new_card(repo_id: str) -> DatasetCard:
     """A card with the AmbigDocs description, fields, loading, license and citation; no splits.
 
@@ -222,6 +215,9 @@ def new_card(repo_id: str) -> DatasetCard:
 
 
 def render(card: DatasetCard) -> str:
-    """The card's text as it is written to README.md (YAML, then the prose)."""
-    refresh_split_table(card)
+    """The card's text as it is written to README.md (YAML, then the prose), its split table
+    (between the markers; none: unchanged) rewritten from the YAML."""
+    pattern = re.compile(re.escape(SPLITS_START) + r".*?" + re.escape(SPLITS_END), re.DOTALL)
+    table = f"{SPLITS_START}\n{_split_table(card_infos(card))}\n{SPLITS_END}"
+    card.text = pattern.sub(lambda _: table, card.text)
     return str(card)

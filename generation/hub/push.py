@@ -52,9 +52,7 @@ def _dataset_from_rows(rows: list[dict], source: str) -> datasets.Dataset:
     """A Dataset of validated rows: the release's features, plus inferred ones for extras."""
     if not rows:
         raise ValueError(f"{source}: no rows")
-    extras: list[str] = []
-    for row in rows:
-        extras += [k for k in row if k not in FEATURES and k not in extras]
+    extras = list(dict.fromkeys(k for row in rows for k in row if k not in FEATURES))
     features = datasets.Features(FEATURES)
     if extras:
         extra_rows = [{k: row.get(k) for k in extras} for row in rows]
@@ -98,10 +96,8 @@ def _check_parquet_files(folder: Path) -> None:
 
 
 def _is_export_folder(folder: Path) -> bool:
-    if (folder / "README.md").is_file():
-        card = _read_folder_card(folder)
-        if dataset_card.card_configs(card):
-            return True
+    if (folder / "README.md").is_file() and dataset_card.card_configs(_read_folder_card(folder)):
+        return True
     return any(folder.rglob("*.parquet"))
 
 

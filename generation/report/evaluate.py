@@ -38,7 +38,6 @@ from generation.report.options import (
 from generation.report.outputs import (
     annotate_summary,
     evaluation_folder,
-    final_path,
     write_report_files,
 )
 from generation.report.predictions import join_predictions, read_predictions
@@ -363,7 +362,8 @@ def run(args: EvaluateOptions) -> int:
         if args.plot:
             written.append(staging / "categories.png")
             plot_categories(columns, written[-1])
-        written = [final_path(p, staging, args.out) for p in written]
+        # Named where they are after the swap, not in the staging folder.
+        written = [args.out / p.relative_to(staging) for p in written]
     _print_results(args, columns, written)
     return 0
 

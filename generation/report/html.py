@@ -22,7 +22,7 @@ from generation.report.layout import (
     difference_ci,
     score_name,
 )
-from generation.report.tables import table_rows
+from generation.report.tables import score_cell, table_rows
 from metric.ambigdocs_metric.scoring import (
     CATEGORIES,
     bare_title,
@@ -134,6 +134,9 @@ def _row(label: str, cells: Sequence[str], cls: str = "", label_cls: str = "") -
     return f"<tr{attr}><th{th_attr}>{escape(label)}</th>{tds}</tr>"
 
 
+_CI_SPAN = '{}<span class="ci">[{}, {}]</span>'  # a mean's interval under it
+
+
 def summary_table_html(columns: dict[str, dict]) -> str:
     """Table 2 with intervals (when computed) under each mean."""
     names = list(columns)
@@ -143,19 +146,9 @@ def summary_table_html(columns: dict[str, dict]) -> str:
             span = len(names) + 1
             body.append(f'<tr class="group"><th colspan="{span}">Answer category</th></tr>')
             in_categories = True
-        cells = [_mean_cell(columns[n], key, fmt) for n in names]
+        cells = [score_cell(columns[n], key, fmt, True, ci=_CI_SPAN) for n in names]
         body.append(_row(label, cells, label_cls="sub" if is_category else ""))
     return _grid(["", *map(escape, names)], body)
-
-
-def _mean_cell(summary: dict, key: str, fmt: str) -> str:
-    if key not in summary:
-        return "<td>-</td>"
-    ci = summary.get("ci95", {}).get(key)
-    extra = ""
-    if ci and ci[0] is not None:
-        extra = f'<span class="ci">[{fmt.format(ci[0])}, {fmt.format(ci[1])}]</span>'
-    return f"<td>{fmt.format(summary[key])}{extra}</td>"
 
 
 def category_chart_html(columns: dict[str, dict]) -> str:

@@ -42,7 +42,7 @@ def evaluation_folder(out_dir: Path) -> Iterator[Path]:
     staging folder that replaces `out_dir` as a whole when the block ends normally: the folder
     then holds exactly this run's files (no earlier report.html beside a new summary); after a
     failure it keeps the previous run's, untouched. Messages should name `out_dir`, not the
-    staging folder (`final_path`).
+    staging folder.
 
     Raises:
         ValueError: `out_dir` is a link or a file, or holds files evaluate does not write.
@@ -52,11 +52,6 @@ def evaluation_folder(out_dir: Path) -> Iterator[Path]:
     check_replaceable(out_dir, _evaluate_entry, what)  # before the lock file is made beside it
     with output_lock(out_dir, what), replace_folder(out_dir, _evaluate_entry, what) as staging:
         yield staging
-
-
-def final_path(path: Path, staging: Path, out_dir: Path) -> Path:
-    """Where a file written into the staging folder ends up after the swap."""
-    return out_dir / Path(path).relative_to(staging)
 
 
 def annotate_summary(

@@ -47,7 +47,7 @@ def _interval(summary: dict, key: str) -> list | None:
     return ci if ci and ci[0] is not None else None
 
 
-def _cell(
+def score_cell(
     summary: dict, key: str, fmt: str, with_ci: bool, missing: str = "-", ci: str = "{} [{}, {}]"
 ) -> str:
     """One score cell: `missing` without the score; with an interval, laid out by `ci` (the
@@ -70,7 +70,7 @@ def format_markdown(columns: dict[str, dict], with_ci: bool = False) -> str:
             lines.append(f"| *{CATEGORY_HEADER}* |" + " |" * len(names))
             in_categories = True
         name = f"&nbsp;&nbsp;{label}" if is_category else md_escape(label)
-        cells = [_cell(columns[n], key, fmt, with_ci) for n in names]
+        cells = [score_cell(columns[n], key, fmt, with_ci) for n in names]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -162,7 +162,7 @@ def format_latex(columns: dict[str, dict], with_ci: bool = False) -> str:
             ]
             in_categories = True
         name = r"\quad " + tex_escape(label) if is_category else _tex_label(label)
-        cells = [_cell(columns[n], key, fmt, with_ci, "--", _TEX_CI) for n in names]
+        cells = [score_cell(columns[n], key, fmt, with_ci, "--", _TEX_CI) for n in names]
         lines.append(f"{name} & " + " & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
