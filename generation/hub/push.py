@@ -166,9 +166,11 @@ def _read_export_split(
     return ds
 
 
-def _match(path: str, patterns: str | Sequence[str]) -> bool:
-    patterns = [patterns] if isinstance(patterns, str) else patterns
-    return any(fnmatch.fnmatchcase(path, p) for p in patterns)
+def _match(path: str, patterns: Sequence) -> bool:
+    """Whether `path` matches a pattern; an item may be a list of them (a `data_files` path)."""
+    return any(
+        fnmatch.fnmatchcase(path, p) if isinstance(p, str) else _match(path, p) for p in patterns
+    )
 
 
 def _config_patterns(entry: dict) -> list[str | list[str]]:
@@ -214,7 +216,14 @@ def plan_push(
             repository holds data files its card does not describe, or it holds `NAME.py`
             (a loading script, which makes `datasets` refuse the whole repository).
     """
-    remote.check_no_loading_script(repo_id, state.files)
+    script = f"{repo_id.split('/')[-1]}.py"
+    if script in state.files:  # datasets >= 4 would refuse the whole repository
+        raise ValueError(
+            f"{repo_id}: holds {script}, a loading script: datasets >= 4 refuses to load a "
+            f"repository holding a script named after it. Delete it first "
+            f"(HfApi().delete_file({script!r}, {repo_id!r}, repo_type='dataset')) or push to "
+            "another repository"
+        )
     card = dataset_card.read_card(card_text) if card_text else dataset_card.new_card(repo_id)
     configs = dataset_card.card_configs(card)
     data_like = [f for f in state.files if not _match(f, _NOT_DATA)]
@@ -224,15 +233,10 @@ def plan_push(
             "`configs`; pushing would hide them. Export the data set (`ambigdocs export`) into a "
             "new repository and push there."
         )
-    infos = dataset_card.card_infos(card)
-    old_info = infos.get(config)
-    if (
-        old_info is not None
-        and old_info.features is not None
-        and old_info.features != dataset.features
-    ):
+    old_features = getattr(dataset_card.card_infos(card).get(config), "features", None)
+    if old_features is not None and old_features != dataset.features:
         raise ValueError(
-            f"{repo_id}: config {config!r} has features {old_info.features}, this split has "
+            f"{repo_id}: config {config!r} has features {old_features}, this split has "
             f"{dataset.features}; all splits of a config share features, use another --config"
         )
 
@@ -246,10 +250,10 @@ def plan_push(
     # Undeclared leftovers under this split's own pattern (e.g. shards of an earlier layout)
     # would be read as part of it: they are replaced too, so the card and the files agree.
     old_patterns.append(split_pattern(config, split))
-    old_files = [f for f in state.files if any(_match(f, p) for p in old_patterns)]
+    old_files = [f for f in state.files if _match(f, old_patterns)]
     new_files = write_split(dataset, workdir, config, split)
     for path in old_files + new_files:
-        if any(_match(path, p) for p in other_patterns):
+        if _match(path, other_patterns):
             raise ValueError(
                 f"{repo_id}: {path} also belongs to another split; refusing to touch it"
             )

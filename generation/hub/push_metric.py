@@ -141,11 +141,6 @@ def build_space_folder(
 
     `evaluate.load(output_dir)` loads it as the Hub would when `output_dir`'s name is NAME.
 
-    Args:
-        repo_id: `NAMESPACE/NAME` of the Space.
-        output_dir: the folder to write.
-        metric_dir: the evaluate module's folder.
-
     Returns:
         The files written, relative to `output_dir`, sorted.
 

@@ -25,13 +25,9 @@ _REPO_PART = re.compile(r"[A-Za-z0-9][\w.-]*")
 class RepoState:
     """What a repository holds at one revision, as read before a commit.
 
-    Attributes:
-        exists: the repository exists.
-        branch_exists: the revision exists (False for a new branch: then `files` are those of
-            the default branch, which the new branch will start from).
-        sha: the commit read (passed as `parent_commit`, so a concurrent change to the
-            repository makes the commit fail instead of silently mixing two states).
-        files: the files at that commit.
+    `branch_exists` is False for a new branch: `files` are then those of the default branch,
+    which it will start from. `sha`, the commit read, is the commit's parent, so that a
+    concurrent change makes the commit fail instead of silently mixing two states.
     """
 
     exists: bool = False
@@ -41,17 +37,8 @@ class RepoState:
 
 
 def read_repo_state(api: Any, repo_id: str, repo_type: str, revision: str | None) -> RepoState:
-    """Reads whether a repository (and branch) exists and which files it has.
-
-    Args:
-        api: an `huggingface_hub.HfApi` (or a stand-in with the same methods).
-        repo_id: `NAMESPACE/NAME`.
-        repo_type: `dataset` or `space`.
-        revision: a branch, or None for the default branch.
-
-    Returns:
-        The RepoState.
-    """
+    """Whether a repository (and the branch `revision`; None: the default one) exists, and
+    which files it has."""
     try:
         info = api.repo_info(repo_id, repo_type=repo_type, revision=revision)
         branch_exists = True
@@ -196,23 +183,3 @@ def check_repo_id(repo_id: str) -> str:
             f"repo id {repo_id!r}: expected NAMESPACE/NAME (letters, digits, '_', '-', '.')"
         )
     return repo_id
-
-
-def check_no_loading_script(repo_id: str, files: list[str]) -> None:
-    """Refuses to extend a dataset repository that holds a loading script named after it.
-
-    `datasets` >= 4 refuses a Hub dataset repository NAMESPACE/NAME that holds `NAME.py` at its
-    root ("Dataset scripts are no longer supported"), whatever else it holds, so a push there
-    would publish data nobody can load.
-
-    Raises:
-        ValueError: the repository holds `NAME.py`.
-    """
-    script = f"{repo_id.split('/')[-1]}.py"
-    if script in files:
-        raise ValueError(
-            f"{repo_id}: holds {script}, a loading script: datasets >= 4 refuses to load a "
-            f"repository holding a script named after it. Delete it first "
-            f"(HfApi().delete_file({script!r}, {repo_id!r}, repo_type='dataset')) or push to "
-            "another repository"
-        )

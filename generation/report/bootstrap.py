@@ -103,18 +103,8 @@ def bootstrap_ci(
     seed: int = 0,
     level: float = LEVEL,
 ) -> dict[str, list[float | None]]:
-    """95% percentile-bootstrap intervals of the means of `keys` over `records`.
-
-    Args:
-        records: per-example records (`per_example.jsonl` rows).
-        keys: score names and category names.
-        n_resamples: resamples; 0 or no records give no intervals ({}).
-        seed: the generator's seed (the same seed gives the same intervals).
-        level: the coverage.
-
-    Returns:
-        {key: [low, high]}.
-    """
+    """Percentile-bootstrap intervals {key: [low, high]} of the means of `keys` (score and
+    category names) over per-example records; 0 resamples or no records give none ({})."""
     if n_resamples <= 0 or not records or not keys:
         return {}
     values, defined = value_matrix(records, keys)

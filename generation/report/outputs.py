@@ -90,16 +90,9 @@ def write_report_files(
     systems: dict[str, tuple[list[dict], list[dict]]],
     options: EvaluateOptions,
 ) -> list[Path]:
-    """Writes the tables, the comparison (two or more files) and, if asked, report.html.
-
-    Args:
-        out_dir: the output folder.
-        columns: {name: summary} (annotated).
-        systems: {name: (rows, per-example records)}.
-        options: the command's options.
-
-    Returns:
-        The paths written.
+    """Writes the tables, the comparison (two or more files) and, if asked, report.html, from
+    the annotated summaries {name: summary} and {name: (rows, per-example records)}; returns
+    the paths written.
 
     Raises:
         ValueError: the files cannot be compared (missing or repeated qids).

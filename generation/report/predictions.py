@@ -219,12 +219,8 @@ def _full_row(record: Mapping, answer: str, source: str, index: int) -> dict:
 
 
 def index_by_qid(records: Sequence[Mapping], name: str, purpose: str) -> dict[str, dict]:
-    """The records keyed by qid (as text).
-
-    Args:
-        records: rows or per-example records.
-        name: what they are, for messages (a file, "the data set").
-        purpose: what needs the qids, for messages ("comparison").
+    """The records keyed by qid (as text); messages name them (`name`: a file, "the data set")
+    and what needs the qids (`purpose`: "comparison").
 
     Raises:
         ValueError: a record without a qid, a qid seen twice, or no record at all.

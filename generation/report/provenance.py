@@ -57,10 +57,8 @@ def hub_revision(repo_id: str, cache_dir: str | Path | None = None) -> str | Non
     transformers 5 no longer keeps the commit on the config; the cache names each snapshot
     folder after its commit, and `refs/main` points to the one loaded by default.
     """
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:
-        return None
+    from huggingface_hub import try_to_load_from_cache
+
     try:
         path = try_to_load_from_cache(repo_id, "config.json", cache_dir=cache_dir)
     except ValueError:  # not a valid repo id
@@ -96,15 +94,8 @@ def build_provenance(
     bootstrap: dict,
     answer_run: dict | None,
 ) -> dict:
-    """The `provenance` of one results file's summary.
-
-    Args:
-        results: the results file scored.
-        score_documents: the gold documents scored (`--score-documents`).
-        qa_model: `qa_model_record`'s record.
-        bootstrap: {"resamples", "seed", "level", "method"}.
-        answer_run: `answer_run_settings(results)`.
-    """
+    """The `provenance` of one results file's summary (docs/report.md, "Provenance"), from
+    `qa_model_record`'s record, the bootstrap settings and `answer_run_settings(results)`."""
     return {
         "toolkit_version": generation.__version__,
         "input": {"path": str(Path(results).resolve()), "sha256": file_sha256(results)},
