@@ -16,7 +16,7 @@ from generation.report.bootstrap import (
     small_sample_note,
     value_matrix,
 )
-from generation.report.layout import SCORE_KEYS, difference_ci, score_name
+from generation.report.layout import SCORE_KEYS, difference_ci, number, score_name
 from generation.report.predictions import index_by_qid
 from generation.report.tables import md_code, md_escape
 from metric.ambigdocs_metric.scoring import CATEGORIES
@@ -70,10 +70,8 @@ def compare_pair(
         {key: {"baseline", "system", "difference", "ci95", "p_value", "n"}}, "transitions",
         "note"}; the note warns of too few shared questions (None when there are enough).
     """
-    a_by, b_by = (
-        index_by_qid(base, names[0], "comparison"),
-        index_by_qid(other, names[1], "comparison"),
-    )
+    a_by = index_by_qid(base, names[0], "comparison")
+    b_by = index_by_qid(other, names[1], "comparison")
     shared = [q for q in a_by if q in b_by]
     a = [a_by[q] for q in shared]
     b = [b_by[q] for q in shared]
@@ -82,9 +80,9 @@ def compare_pair(
     vb, db = value_matrix(b, keys)
     both = da * db
     diffs = vb - va
-    scores = {}
-    if shared and keys:
-        scores = _score_differences(keys, va, vb, diffs, both, n_resamples, seed)
+    scores = (
+        _score_differences(keys, va, vb, diffs, both, n_resamples, seed) if shared and keys else {}
+    )
     return {
         "baseline": names[0],
         "system": names[1],
@@ -98,9 +96,7 @@ def compare_pair(
 
 
 def _present(records: Sequence[dict], key: str) -> bool:
-    if key in CATEGORIES:
-        return True
-    return any(rec.get(key) is not None for rec in records)
+    return key in CATEGORIES or any(rec.get(key) is not None for rec in records)
 
 
 def _score_differences(keys, va, vb, diffs, both, n_resamples, seed) -> dict:
@@ -147,10 +143,6 @@ def compare_files(
 # --- Markdown ----------------------------------------------------------------------------------
 
 
-def _num(x, fmt="{:+.3f}") -> str:
-    return "-" if x is None else fmt.format(x)
-
-
 def format_comparison_markdown(comparison: dict) -> str:
     """`comparison.json` as Markdown: a table of differences and a transition matrix per pair."""
     lines = [f"# Paired comparison against {md_code(comparison['baseline'])}", ""]
@@ -167,9 +159,9 @@ def format_comparison_markdown(comparison: dict) -> str:
         ]
         for key, s in c["scores"].items():
             lines.append(
-                f"| {md_escape(score_name(key))} | {_num(s['baseline'], '{:.3f}')} | "
-                f"{_num(s['system'], '{:.3f}')} | {_num(s['difference'])} | {difference_ci(s['ci95'])} | "
-                f"{_num(s['p_value'], '{:.4f}')} |"
+                f"| {md_escape(score_name(key))} | {number(s['baseline'], '{:.3f}')} | "
+                f"{number(s['system'], '{:.3f}')} | {number(s['difference'])} | {difference_ci(s['ci95'])} | "
+                f"{number(s['p_value'], '{:.4f}')} |"
             )
         lines += [
             "",

@@ -500,8 +500,7 @@ def _write_scores(args, out_dir, names, loaded, scored, qa, qa_absent) -> dict[s
 
 
 def _print_results(args: EvaluateOptions, columns: dict[str, dict], written) -> None:
-    print()
-    print(format_table(columns))
+    print("\n" + format_table(columns))
     notes = dict.fromkeys(
         f"{name}: {note}" if len(columns) > 1 and note != NO_ANSWER_RULE else note
         for name, s in columns.items()

@@ -20,6 +20,7 @@ from generation.report.layout import (
     SCORE_FORMATS,
     SCORE_KEYS,
     difference_ci,
+    number,
     score_name,
 )
 from generation.report.tables import score_cell, table_rows
@@ -58,10 +59,6 @@ def _highlight_tokens(row: dict, index: int, score_documents: str) -> tuple[list
     return gold, answers, [surface_name(ref.ambiguous_entity), *entities]
 
 
-def _rounded(value):
-    return None if value is None else round(float(value), 3)
-
-
 def example_payload(
     systems: dict[str, tuple[Sequence[dict], Sequence[dict]]], score_documents: str = "first5"
 ) -> list[dict]:
@@ -98,7 +95,7 @@ def example_payload(
             ex["o"][k] = [
                 row["gen_answer"],
                 rec.get("category"),
-                *(_rounded(rec.get(s)) for s in VIEWER_SCORES),
+                *(None if rec.get(s) is None else round(float(rec[s]), 3) for s in VIEWER_SCORES),
             ]
     _add_tokens(pending)
     return list(examples.values())
@@ -143,7 +140,7 @@ def summary_table_html(columns: dict[str, dict]) -> str:
     body, in_categories = [], False
     for key, label, fmt, is_category in table_rows(columns):
         if is_category and not in_categories:
-            span = len(names) + 1
+            span = len(names) + 1  # the label column too
             body.append(f'<tr class="group"><th colspan="{span}">Answer category</th></tr>')
             in_categories = True
         cells = [score_cell(columns[n], key, fmt, True, ci=_CI_SPAN) for n in names]
@@ -176,14 +173,9 @@ def category_chart_html(columns: dict[str, dict]) -> str:
 
 
 def _difference_row(key: str, s: dict) -> str:
-    p = "-" if s["p_value"] is None else f"{s['p_value']:.4f}"
-    d = "-" if s["difference"] is None else f"{s['difference']:+.3f}"
+    cells = [number(s["difference"]), difference_ci(s["ci95"]), number(s["p_value"], "{:.4f}")]
     significant = s["p_value"] is not None and s["p_value"] < 0.05
-    return _row(
-        score_name(key),
-        [d, difference_ci(s["ci95"]), p, str(s["n"])],
-        cls="sig" if significant else "",
-    )
+    return _row(score_name(key), [*cells, str(s["n"])], cls="sig" if significant else "")
 
 
 def comparison_html(comparison: dict | None) -> str:

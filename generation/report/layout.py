@@ -37,6 +37,11 @@ def score_name(key: str) -> str:
     return SCORE_LABELS.get(key) or CATEGORY_NAMES.get(key, key)
 
 
+def number(x, fmt: str = "{:+.3f}") -> str:
+    """`x` in `fmt` (by default a signed difference), `-` for None."""
+    return "-" if x is None else fmt.format(x)
+
+
 def difference_ci(ci: list | None) -> str:
     """A difference's 95% interval as `[-0.012, +0.034]` (`-` when there is none)."""
     return "-" if not ci or ci[0] is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"

@@ -25,9 +25,7 @@ EVALUATE_FILES = frozenset(OUTPUT_FILES)
 
 
 def _evaluate_entry(path: Path) -> bool:
-    if path.name in EVALUATE_FILES:
-        return True
-    return (
+    return path.name in EVALUATE_FILES or (
         path.is_dir()
         and not path.is_symlink()
         and all(c.name in EVALUATE_FILES for c in path.iterdir())

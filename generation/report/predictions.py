@@ -36,7 +36,7 @@ def read_predictions(path: str | os.PathLike) -> list[dict]:
     except ValueError:
         _refuse_wrapped(path, _whole_json(path))  # one object over several lines
         raise
-    if records and _is_lm_eval_sample(records[0]):
+    if records and all(k in records[0] for k in ("doc_id", "doc", "filtered_resps")):  # lm-eval
         from generation.lm_eval_tasks.samples import samples_to_answers
 
         return samples_to_answers(path)
@@ -54,19 +54,11 @@ def _whole_json(path: str | os.PathLike) -> Any:
 
 def _refuse_wrapped(path: str | os.PathLike, obj: Any) -> None:
     """Refuses one object that holds the rows (`{"results": [...]}`) rather than being one."""
-    if isinstance(obj, dict) and "qid" not in obj and not _is_row(obj):
+    if isinstance(obj, dict) and "qid" not in obj and not all(f in obj for f in ROW_FIELDS):
         raise ValueError(
             f"{path}: expected a list of rows (a JSON array or JSONL), got one object with "
             f"keys {sorted(obj)[:5]}; pass the list it holds"
         )
-
-
-def _is_lm_eval_sample(record: Mapping) -> bool:
-    return "doc_id" in record and "doc" in record and "filtered_resps" in record
-
-
-def _is_row(record: Mapping) -> bool:
-    return all(field in record for field in ROW_FIELDS)
 
 
 def _where(source: str, index: int, record: Mapping) -> str:
