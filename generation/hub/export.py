@@ -63,9 +63,7 @@ def export_dataset(
             check_config_name(config)
             for split, ds in splits.items():
                 written += write_split(ds, staging, config, split, max_shard_bytes)
-                dataset_card.set_split(
-                    card, config, split, ds.features, dataset_card.split_info(ds, split)
-                )
+                dataset_card.set_split(card, config, split, ds)
         # Inside the staging folder, which is renamed into place as a whole: a plain write.
         (staging / "README.md").write_text(dataset_card.render(card), encoding="utf-8")
         written.append("README.md")

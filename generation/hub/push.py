@@ -258,9 +258,7 @@ def plan_push(
                 f"{repo_id}: {path} also belongs to another split; refusing to touch it"
             )
 
-    dataset_card.set_split(
-        card, config, split, dataset.features, dataset_card.split_info(dataset, split)
-    )
+    dataset_card.set_split(card, config, split, dataset)
     readme = dataset_card.render(card)
     operations: list = [CommitOperationDelete(f) for f in old_files if f not in new_files]
     operations += [CommitOperationAdd(f, str(workdir / f)) for f in new_files]

@@ -8,6 +8,7 @@ instant; Disambig-F1 loads the QA model only when asked.
 from __future__ import annotations
 
 import gc
+import multiprocessing as mp
 import sys
 from collections import Counter
 from pathlib import Path
@@ -83,38 +84,6 @@ def _score_range(bounds: tuple[int, int]) -> list[ExampleScores]:
     )
 
 
-def score_lexical(
-    predictions: list[str],
-    rows: list[dict],
-    contexts: list | None,
-    score_documents: str = "first5",
-    workers: int = 1,
-    unique_qids: bool = True,
-) -> list[ExampleScores]:
-    """Validates and scores every example; with `workers` > 1, in forked processes.
-
-    The examples are shared with the workers by fork (copy-on-write), so only the small score
-    tuples travel between processes. Where fork is unavailable, or the input is small, the
-    scoring runs in this process. The result does not depend on `workers`.
-    """
-    global _SHARED
-    references = validate_inputs(predictions, rows, contexts, unique_qids=unique_qids)
-    n = len(references)
-    workers = max(1, min(workers, n // MIN_EXAMPLES_PER_WORKER))
-    import multiprocessing as mp
-
-    _SHARED = (predictions, references, contexts, score_documents)
-    try:
-        if workers == 1 or "fork" not in mp.get_all_start_methods():
-            return _score_range((0, n))
-        step = -(-n // (4 * workers))
-        with mp.get_context("fork").Pool(workers) as pool:
-            parts = pool.map(_score_range, [(i, min(i + step, n)) for i in range(0, n, step)])
-        return [s for part in parts for s in part]
-    finally:
-        _SHARED = None
-
-
 def evaluate_rows(
     rows: list[dict],
     score_documents: str = "first5",
@@ -122,19 +91,35 @@ def evaluate_rows(
     unique_qids: bool = True,
     system: str | None = None,
 ) -> tuple[list[dict], dict]:
-    """The lexical scores of answered rows; returns (per-example records, summary).
+    """Validates and scores answered rows; returns (per-example records, summary).
+
+    With `workers` > 1 (and enough rows), the scores are computed in forked processes that
+    share the examples by fork (copy-on-write), so only the small score tuples travel; where
+    fork is unavailable this process scores them. The result does not depend on `workers`.
 
     Args:
         rows: answered examples (`gen_answer`, data-set fields, optionally `docs`).
         score_documents: see `scoring.scored_documents`.
-        workers: processes for the scores.
         unique_qids: refuse two rows with the same qid.
         system: the name of the system that answered (kept in each record).
     """
+    global _SHARED
     predictions = [row["gen_answer"] for row in rows]
-    scores = score_lexical(
-        predictions, rows, _contexts(rows), score_documents, workers, unique_qids
-    )
+    contexts = _contexts(rows)
+    references = validate_inputs(predictions, rows, contexts, unique_qids=unique_qids)
+    n = len(references)
+    workers = max(1, min(workers, n // MIN_EXAMPLES_PER_WORKER))
+    _SHARED = (predictions, references, contexts, score_documents)
+    try:
+        if workers == 1 or "fork" not in mp.get_all_start_methods():
+            scores = _score_range((0, n))
+        else:
+            step = -(-n // (4 * workers))
+            with mp.get_context("fork").Pool(workers) as pool:
+                parts = pool.map(_score_range, [(i, min(i + step, n)) for i in range(0, n, step)])
+            scores = [s for part in parts for s in part]
+    finally:
+        _SHARED = None
     records = [
         {
             "index": i,
