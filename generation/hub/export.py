@@ -67,14 +67,12 @@ def export_dataset(
         # Inside the staging folder, which is renamed into place as a whole: a plain write.
         (staging / "README.md").write_text(dataset_card.render(card), encoding="utf-8")
         written.append("README.md")
+        old = output_dir.with_name(f".{output_dir.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
         if output_dir.exists():
-            old = output_dir.with_name(f".{output_dir.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
             os.replace(output_dir, old)
-            os.replace(staging, output_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(staging, output_dir)
+        os.replace(staging, output_dir)
+        shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+from huggingface_hub import CommitOperationAdd
 from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
@@ -49,19 +49,6 @@ def read_repo_state(api: Any, repo_id: str, repo_type: str, revision: str | None
         return RepoState()
     files = api.list_repo_files(repo_id, repo_type=repo_type, revision=info.sha)
     return RepoState(exists=True, branch_exists=branch_exists, sha=info.sha, files=list(files))
-
-
-def describe_operations(operations: list) -> list[str]:
-    """One line per operation: `+ path (N bytes)` or `- path`, for dry runs and logs."""
-    lines = []
-    for op in operations:
-        if isinstance(op, CommitOperationAdd):
-            src = op.path_or_fileobj
-            size = len(src) if isinstance(src, bytes) else Path(src).stat().st_size
-            lines.append(f"+ {op.path_in_repo} ({size:,} bytes)")
-        elif isinstance(op, CommitOperationDelete):
-            lines.append(f"- {op.path_in_repo}")
-    return lines
 
 
 def publish(
@@ -115,8 +102,13 @@ def publish(
         operations, readme = plan(state, card_text)
         target = repo_id + (f"@{revision}" if revision else "") + where
         print(f"{'would ' + verb if dry_run else verb + 'ing'} {what} {target}", file=out)
-        for line in describe_operations(operations):
-            print(f"  {line}", file=out)
+        for op in operations:
+            if isinstance(op, CommitOperationAdd):
+                src = op.path_or_fileobj
+                size = len(src) if isinstance(src, bytes) else Path(src).stat().st_size
+                print(f"  + {op.path_in_repo} ({size:,} bytes)", file=out)
+            else:
+                print(f"  - {op.path_in_repo}", file=out)
         if dry_run:
             print("README.md would be:\n" + readme, file=out)
         return operations

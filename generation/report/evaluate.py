@@ -420,10 +420,7 @@ def _qa_model(args: EvaluateOptions):
     from metric.ambigdocs_metric.qa_loading import QAModelError, load_qa_extractor
 
     options = {
-        "batch_size": args.qa_batch_size,
-        "batch_tokens": args.qa_batch_tokens,
-        "padding": args.qa_padding,
-        "dtype": args.qa_dtype,
+        k: getattr(args, f"qa_{k}") for k in ("batch_size", "batch_tokens", "padding", "dtype")
     }
     if args.qa_model is not None:
         require("df1", what=f"--qa-model {args.qa_model}")

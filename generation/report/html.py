@@ -237,13 +237,8 @@ def agreement_html(columns: dict[str, dict]) -> str:
             "categories)</p>",
             _matrix_html(labels["confusion"], "label \\ automatic"),
         ]
-    if not parts:
-        return ""
-    return (
-        '<section id="agreement"><h2>Agreement with labels (Figure 5)</h2>'
-        + "".join(parts)
-        + "</section>"
-    )
+    title = "<h2>Agreement with labels (Figure 5)</h2>"
+    return f'<section id="agreement">{title}{"".join(parts)}</section>' if parts else ""
 
 
 SLICE_TITLES = {
