@@ -48,9 +48,7 @@ Text is exactly as in the raw release files (no stripping or normalisation).
 
 ## Splits
 
-{splits_start}
-{splits_table}
-{splits_end}
+{splits}
 
 ## How to load
 
@@ -81,17 +79,13 @@ local = load_ambigdocs(data_dir="path/to/raw")       # train.json, dev.json, tes
 """
 
 
-def split_info(dataset: datasets.Dataset, split: str) -> datasets.SplitInfo:
-    """The SplitInfo recorded for one split: its row count and Arrow size in bytes."""
-    return datasets.SplitInfo(name=split, num_examples=len(dataset), num_bytes=dataset.data.nbytes)
-
-
 def _split_table(infos: Mapping[str, datasets.DatasetInfo]) -> str:
-    lines = ["| config | split | rows |", "|---|---|---:|"]
+    """The card's split table, between its markers."""
+    lines = [SPLITS_START, "| config | split | rows |", "|---|---|---:|"]
     for config in sorted(infos):
         for name, info in (infos[config].splits or {}).items():
             lines.append(f"| {config} | {name} | {info.num_examples:,} |")
-    return "\n".join(lines)
+    return "\n".join([*lines, SPLITS_END])
 
 
 def read_card(text: str | None) -> DatasetCard:
@@ -146,62 +140,33 @@ def split_entries(entry: Mapping, config: str, where: str) -> list[dict]:
     )
 
 
-def set_split(
-    card: DatasetCard,
-    config: str,
-    split: str,
-    features: datasets.Features,
-    info: datasets.SplitInfo,
-    data_files: str | list[str] | None = None,
-) -> None:
-    """Adds or replaces one split of one config in the card's YAML; other splits are kept.
-
-    Args:
-        card: the card, changed in place.
-        config: the config name.
-        split: the split name.
-        features: the config's features (all its splits share them).
-        info: the split's size.
-        data_files: the split's `data_files` paths; default: the layout's pattern.
+def set_split(card: DatasetCard, config: str, split: str, dataset: datasets.Dataset) -> None:
+    """Adds or replaces one split of one config in the card's YAML (in place): its files (the
+    layout's pattern), its row count and Arrow size, and the config's features (all its splits
+    share them); other splits are kept.
 
     Raises:
         ValueError: the config declares its files in a form other than `{split, path}` items.
     """
-    configs = card_configs(card)
-    entry = dict(configs.get(config, {}))
+    entry = dict(card_configs(card).get(config, {}))
     files = split_entries(entry, config, "the card")
-    new = {"split": split, "path": data_files or split_pattern(config, split)}
-    for i, item in enumerate(files):
-        if isinstance(item, dict) and item.get("split") == split:
-            files[i] = new
-            break
-    else:
-        files.append(new)
+    # Replaced where it stands, else added at the end.
+    at = next((i for i, item in enumerate(files) if item["split"] == split), len(files))
+    files[at : at + 1] = [{"split": split, "path": split_pattern(config, split)}]
     entry["data_files"] = files
     MetadataConfigs({config: entry}).to_dataset_card_data(card.data)
 
-    infos = card_infos(card)
-    old = infos.get(config)
-    splits = datasets.SplitDict()
-    for name, split_info_ in (old.splits or {}).items() if old else []:
-        if name != split:
-            splits.add(split_info_)
-    splits.add(info)
+    old = card_infos(card).get(config)
+    info = datasets.SplitInfo(name=split, num_examples=len(dataset), num_bytes=dataset.data.nbytes)
+    splits = {**(old.splits or {} if old else {}), split: info}
     # List the splits in the order of the config's data_files (kept stable across pushes).
-    order = {name: i for i, name in enumerate(f["split"] for f in files if isinstance(f, dict))}
+    order = [item["split"] for item in files]
     ordered = datasets.SplitDict()
-    for name in sorted(splits, key=lambda n: order.get(n, len(order))):
+    for name in sorted(splits, key=lambda n: order.index(n) if n in order else len(order)):
         ordered.add(splits[name])
-    new_info = datasets.DatasetInfo(features=features, splits=ordered)
+    new_info = datasets.DatasetInfo(features=dataset.features, splits=ordered)
     new_info.dataset_size = sum(s.num_bytes for s in ordered.values())
     DatasetInfosDict({config: new_info}).to_dataset_card_data(card.data)
-
-
-def refresh_split_table(card: DatasetCard) -> None:
-    """Rewrites the split table between the markers from the YAML (no markers: unchanged)."""
-    pattern = re.compile(re.escape(SPLITS_START) + r".*?" + re.escape(SPLITS_END), re.DOTALL)
-    table = f"{SPLITS_START}\n{_split_table(card_infos(card))}\n{SPLITS_END}"
-    card.text = pattern.sub(lambda _: table, card.text)
 
 
 def new_card(repo_id: str) -> DatasetCard:
@@ -221,9 +186,7 @@ def new_card(repo_id: str) -> DatasetCard:
         description=ambigdocs._DESCRIPTION,
         homepage=ambigdocs._HOMEPAGE,
         release=ambigdocs.RELEASE_REPO_ID,
-        splits_start=SPLITS_START,
-        splits_table=_split_table({}),
-        splits_end=SPLITS_END,
+        splits=_split_table({}),
         repo_id=repo_id,
         license=ambigdocs._LICENSE,
         citation=CITATION,
@@ -232,6 +195,9 @@ def new_card(repo_id: str) -> DatasetCard:
 
 
 def render(card: DatasetCard) -> str:
-    """The card's text as it is written to README.md (YAML, then the prose)."""
-    refresh_split_table(card)
+    """The card's text as it is written to README.md (YAML, then the prose), its split table
+    (between the markers; none: unchanged) rewritten from the YAML."""
+    pattern = re.compile(re.escape(SPLITS_START) + r".*?" + re.escape(SPLITS_END), re.DOTALL)
+    table = _split_table(card_infos(card))
+    card.text = pattern.sub(lambda _: table, card.text)
     return str(card)

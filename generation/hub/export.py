@@ -1,19 +1,6 @@
-"""`ambigdocs export`: write a script-free, Hub-ready copy of AmbigDocs.
-
-`datasets` >= 4 no longer runs loading scripts, so a Hub repository holding only `ambigdocs.py`
-cannot be opened with `load_dataset("NAMESPACE/NAME")`. This command builds the data set with the
-builder and writes what `load_dataset` reads without any code: Parquet shards under `data/` (and
-`{config}/` for configs other than `default`) and a README.md dataset card whose YAML holds
-`configs` (the data files per split) and `dataset_info` (features, split sizes).
-
-    ambigdocs export OUTPUT_DIR                       # the release (downloads the raw files)
-    ambigdocs export --config sample OUTPUT_DIR       # the bundled sample, offline
-    ambigdocs export --data-dir RAW OUTPUT_DIR        # raw files in the release layout
-    ambigdocs export --config default --config sample OUTPUT_DIR   # several configs, one folder
-
-Then `datasets.load_dataset(OUTPUT_DIR)` returns exactly the builder's rows and features, and
-`hf upload --repo-type dataset NAMESPACE/NAME OUTPUT_DIR` (or `ambigdocs push` for
-one split) publishes it.
+"""`ambigdocs export`: write a script-free, Hub-ready copy of AmbigDocs (Parquet shards and a
+dataset card), since `datasets` >= 4 no longer runs loading scripts (docs/datasets.md,
+"Exporting a script-free copy").
 """
 
 from __future__ import annotations
@@ -76,20 +63,16 @@ def export_dataset(
             check_config_name(config)
             for split, ds in splits.items():
                 written += write_split(ds, staging, config, split, max_shard_bytes)
-                dataset_card.set_split(
-                    card, config, split, ds.features, dataset_card.split_info(ds, split)
-                )
+                dataset_card.set_split(card, config, split, ds)
         # Inside the staging folder, which is renamed into place as a whole: a plain write.
         (staging / "README.md").write_text(dataset_card.render(card), encoding="utf-8")
         written.append("README.md")
+        old = output_dir.with_name(f".{output_dir.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
         if output_dir.exists():
-            old = output_dir.with_name(f".{output_dir.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
             os.replace(output_dir, old)
-            os.replace(staging, output_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(staging, output_dir)
+        os.replace(staging, output_dir)
+        shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -112,29 +95,6 @@ def check_output_dir(output_dir: str | os.PathLike, overwrite: bool = False) -> 
     if output_dir.is_dir() and any(output_dir.iterdir()) and not overwrite:
         raise ValueError(f"{output_dir}: exists and is not empty (use --overwrite to replace it)")
     return output_dir
-
-
-def build_configs(
-    config_names: list[str], data_dir: str | os.PathLike | None = None, **builder_kwargs
-) -> dict[str, datasets.DatasetDict]:
-    """Builds each named config with the AmbigDocs builder.
-
-    Args:
-        config_names: builder configs (`default`, `sample`).
-        data_dir: raw files in the release layout for the `default` config instead of the
-            download.
-        **builder_kwargs: passed to `load_ambigdocs` (`cache_dir`, ...).
-
-    Returns:
-        {config: DatasetDict}.
-    """
-    from ambigdocs import load_ambigdocs
-
-    out = {}
-    for name in config_names:
-        folder = data_dir if name == "default" else None
-        out[name] = load_ambigdocs(config=name, data_dir=folder, **builder_kwargs)
-    return out
 
 
 @dataclasses.dataclass
@@ -165,10 +125,18 @@ class ExportOptions:
             raise ValueError("--data-dir feeds the `default` config; add --config default")
 
 
-def _build_named(args: ExportOptions, kwargs: dict) -> dict:
-    """`build_configs`, with `--data-dir` named in the errors about that folder."""
+def _build(args: ExportOptions, kwargs: dict) -> dict[str, datasets.DatasetDict]:
+    """Each config built with the AmbigDocs builder (`--data-dir` feeds `default`), with
+    `--data-dir` named in the errors about that folder."""
+    from ambigdocs import load_ambigdocs
+
     try:
-        return build_configs(args.config, args.data_dir, **kwargs)
+        return {
+            name: load_ambigdocs(
+                config=name, data_dir=args.data_dir if name == "default" else None, **kwargs
+            )
+            for name in args.config
+        }
     except ValueError as err:
         if args.data_dir and str(err).startswith(f"{Path(args.data_dir)}:"):
             raise ValueError(f"--data-dir {err}") from None
@@ -187,7 +155,7 @@ def run(args: ExportOptions) -> int:
     check_output_dir(args.output_dir, args.overwrite)  # before the build, which may be long
     if args.cache_dir and Path(args.cache_dir).exists() and not Path(args.cache_dir).is_dir():
         raise ValueError(f"--cache-dir {args.cache_dir}: a file, not a folder")
-    configs = _build_named(args, kwargs)
+    configs = _build(args, kwargs)
     written = export_dataset(
         configs, args.output_dir, args.repo_id, args.overwrite, args.max_shard_mb << 20
     )

@@ -72,12 +72,7 @@ def write_split(
     The features travel inside the Parquet schema metadata as well as in the card, so a reader
     that ignores the card still gets `List` of structs and int64 qids.
 
-    Args:
-        dataset: the split.
-        root: the repository folder.
-        config: its config name.
-        split: its split name.
-        max_shard_bytes: upper bound on the in-memory (Arrow) size of one shard.
+    `max_shard_bytes` bounds the in-memory (Arrow) size of one shard.
 
     Returns:
         The written files, relative to `root`, POSIX-style, in shard order.

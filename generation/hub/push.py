@@ -1,24 +1,5 @@
-"""`ambigdocs push`: add or replace one split of a script-free AmbigDocs dataset on the Hub.
-
-    ambigdocs push new_domain.json --repo-id NAMESPACE/ambigdocs --split test_sports
-    ambigdocs push runs/llama_answers.json --repo-id NAMESPACE/ambigdocs-runs \\
-        --config llama2_7b --split test
-    ambigdocs push EXPORT_DIR --repo-id NAMESPACE/ambigdocs --split validation --dry-run
-
-SOURCE is a raw file (JSON array or JSONL, as the release), a folder in the release layout
-(`{split}.json`; the validation split may be `dev.json`), or a folder written by
-`ambigdocs export`. Every row is validated against the release schema before anything is
-uploaded (an error names the file, the row and the field). Fields beyond the schema (a model
-run's `gen_answer` and `docs`) are kept as extra columns; since all splits of a config share one
-set of features, such a split belongs in its own `--config`.
-
-One commit replaces the split's Parquet files (`data/{split}-*` for `default`,
-`{config}/{split}-*` otherwise), leaves every other file alone, and rewrites the card's YAML
-(`configs`, `dataset_info`) and split table to match. The token comes from `HF_TOKEN` or
-`hf auth login` and is never printed. Names and rows are checked offline, before any Hub call.
-`--dry-run` reads the repository, then prints the files and the card that would be uploaded, and
-uploads nothing (when the Hub cannot be read: the plan for a new repository, then one line).
-Every failure ends with one line and exit status 2.
+"""`ambigdocs push`: add or replace one split of a script-free AmbigDocs dataset on the Hub, in
+one commit, after checking every name and row offline (docs/datasets.md, "Publishing a new split").
 """
 
 from __future__ import annotations
@@ -28,6 +9,7 @@ import fnmatch
 import functools
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +52,7 @@ def _dataset_from_rows(rows: list[dict], source: str) -> datasets.Dataset:
     """A Dataset of validated rows: the release's features, plus inferred ones for extras."""
     if not rows:
         raise ValueError(f"{source}: no rows")
-    extras: list[str] = []
-    for row in rows:
-        extras += [k for k in row if k not in FEATURES and k not in extras]
+    extras = list(dict.fromkeys(k for row in rows for k in row if k not in FEATURES))
     features = datasets.Features(FEATURES)
     if extras:
         extra_rows = [{k: row.get(k) for k in extras} for row in rows]
@@ -116,10 +96,8 @@ def _check_parquet_files(folder: Path) -> None:
 
 
 def _is_export_folder(folder: Path) -> bool:
-    if (folder / "README.md").is_file():
-        card = _read_folder_card(folder)
-        if dataset_card.card_configs(card):
-            return True
+    if (folder / "README.md").is_file() and dataset_card.card_configs(_read_folder_card(folder)):
+        return True
     return any(folder.rglob("*.parquet"))
 
 
@@ -188,9 +166,11 @@ def _read_export_split(
     return ds
 
 
-def _match(path: str, patterns: str | list[str]) -> bool:
-    patterns = [patterns] if isinstance(patterns, str) else list(patterns)
-    return any(fnmatch.fnmatchcase(path, p) for p in patterns)
+def _match(path: str, patterns: Sequence) -> bool:
+    """Whether `path` matches a pattern; an item may be a list of them (a `data_files` path)."""
+    return any(
+        fnmatch.fnmatchcase(path, p) if isinstance(p, str) else _match(path, p) for p in patterns
+    )
 
 
 def _config_patterns(entry: dict) -> list[str | list[str]]:
@@ -222,10 +202,7 @@ def plan_push(
     """Works out the commit that adds or replaces one split, writing its files under workdir.
 
     Args:
-        dataset: the validated split.
-        repo_id: the target repository.
-        split: the split name.
-        config: the config name.
+        dataset, repo_id, split, config: the validated split and where it goes (names checked).
         state: the repository as read.
         card_text: its README.md (None: none yet).
         workdir: a scratch folder for the Parquet shards.
@@ -239,27 +216,27 @@ def plan_push(
             repository holds data files its card does not describe, or it holds `NAME.py`
             (a loading script, which makes `datasets` refuse the whole repository).
     """
-    check_split_name(split)
-    check_config_name(config)
-    remote.check_no_loading_script(repo_id, state.files)
+    script = f"{repo_id.split('/')[-1]}.py"
+    if script in state.files:  # datasets >= 4 would refuse the whole repository
+        raise ValueError(
+            f"{repo_id}: holds {script}, a loading script: datasets >= 4 refuses to load a "
+            f"repository holding a script named after it. Delete it first "
+            f"(HfApi().delete_file({script!r}, {repo_id!r}, repo_type='dataset')) or push to "
+            "another repository"
+        )
     card = dataset_card.read_card(card_text) if card_text else dataset_card.new_card(repo_id)
     configs = dataset_card.card_configs(card)
-    data_like = [f for f in state.files if not any(fnmatch.fnmatchcase(f, p) for p in _NOT_DATA)]
+    data_like = [f for f in state.files if not _match(f, _NOT_DATA)]
     if data_like and not configs:
         raise ValueError(
             f"{repo_id}: holds data files ({', '.join(data_like[:3])}...) but its card has no "
             "`configs`; pushing would hide them. Export the data set (`ambigdocs export`) into a "
             "new repository and push there."
         )
-    infos = dataset_card.card_infos(card)
-    old_info = infos.get(config)
-    if (
-        old_info is not None
-        and old_info.features is not None
-        and old_info.features != dataset.features
-    ):
+    old_features = getattr(dataset_card.card_infos(card).get(config), "features", None)
+    if old_features is not None and old_features != dataset.features:
         raise ValueError(
-            f"{repo_id}: config {config!r} has features {old_info.features}, this split has "
+            f"{repo_id}: config {config!r} has features {old_features}, this split has "
             f"{dataset.features}; all splits of a config share features, use another --config"
         )
 
@@ -273,17 +250,15 @@ def plan_push(
     # Undeclared leftovers under this split's own pattern (e.g. shards of an earlier layout)
     # would be read as part of it: they are replaced too, so the card and the files agree.
     old_patterns.append(split_pattern(config, split))
-    old_files = [f for f in state.files if any(_match(f, p) for p in old_patterns)]
+    old_files = [f for f in state.files if _match(f, old_patterns)]
     new_files = write_split(dataset, workdir, config, split)
     for path in old_files + new_files:
-        if any(_match(path, p) for p in other_patterns):
+        if _match(path, other_patterns):
             raise ValueError(
                 f"{repo_id}: {path} also belongs to another split; refusing to touch it"
             )
 
-    dataset_card.set_split(
-        card, config, split, dataset.features, dataset_card.split_info(dataset, split)
-    )
+    dataset_card.set_split(card, config, split, dataset)
     readme = dataset_card.render(card)
     operations: list = [CommitOperationDelete(f) for f in old_files if f not in new_files]
     operations += [CommitOperationAdd(f, str(workdir / f)) for f in new_files]
@@ -298,27 +273,16 @@ def push_split(
     config: str = "default",
     *,
     source_config: str | None = None,
-    private: bool = False,
-    revision: str | None = None,
-    create_pr: bool = False,
-    dry_run: bool = False,
-    api: Any = None,
-    out=None,
+    **publish_options: Any,
 ):
     """Validates SOURCE, then adds or replaces `config`/`split` in a Hub dataset repository.
 
     Args:
         source: a raw file, a raw folder, or an export folder (see `read_source`).
-        repo_id: `NAMESPACE/NAME`.
-        split: the split name.
-        config: the config name.
+        repo_id, split, config: where it goes.
         source_config: the config to read from an export folder.
-        private: create the repository private if it does not exist.
-        revision: the branch to commit to (created if missing).
-        create_pr: open a pull request (against `revision`, which must then exist).
-        dry_run: print what would be uploaded, upload nothing.
-        api: an `HfApi`-like object (default: `HfApi()`, with the usual token).
-        out: where the report goes.
+        **publish_options: `private`, `revision`, `create_pr`, `dry_run`, `api`, `out`, as
+            `remote.publish` takes them.
 
     Returns:
         The commit's `CommitInfo`, or None on a dry run.
@@ -326,71 +290,25 @@ def push_split(
     Raises:
         ValueError: a name or the source is invalid (found before any Hub call), the card
             cannot be extended, or `create_pr` names a branch that does not exist.
-        Exception: whatever the Hub client raises when the Hub cannot be reached or refuses
-            (on a dry run, the plan for a new repository is printed first);
-            the error boundary (`generation/boundary.py`) turns it into one line.
+        Exception: what the Hub client raises (see `remote.publish`); the error boundary
+            (`generation/boundary.py`) turns it into one line.
     """
-    out = out or sys.stdout
     # Everything that can be checked offline is checked before the first Hub call.
     remote.check_repo_id(repo_id)
     check_split_name(split)
     check_config_name(config)
     dataset = read_source(source, split, config, source_config)
-    if api is None:
-        from huggingface_hub import HfApi
-
-        api = HfApi()
     with tempfile.TemporaryDirectory(prefix="ambigdocs-push-") as tmp:
-        plan = functools.partial(
-            _print_plan, dataset, repo_id, split, config, Path(tmp), revision, out
-        )
         return remote.publish(
-            api,
             repo_id,
             REPO_TYPE,
-            plan,
+            functools.partial(plan_push, dataset, repo_id, split, config, workdir=Path(tmp)),
             f"Add or replace split {config}/{split} ({len(dataset):,} rows)",
-            dry_run=dry_run,
+            verb="push",
+            what=f"{config}/{split} ({len(dataset):,} rows) to",
             read_card=True,
-            revision=revision,
-            create_pr=create_pr,
-            out=out,
-            private=private,
+            **publish_options,
         )
-
-
-def _print_plan(
-    dataset: datasets.Dataset,
-    repo_id: str,
-    split: str,
-    config: str,
-    workdir: Path,
-    revision: str | None,
-    out,
-    state: remote.RepoState,
-    card_text: str | None,
-    *,
-    dry_run: bool = True,
-    offline: bool = False,
-) -> list:
-    """Plans the commit (see `plan_push`) and prints it; on a dry run, the card too.
-
-    Returns:
-        The commit's operations.
-    """
-    operations, readme = plan_push(dataset, repo_id, split, config, state, card_text, workdir)
-    verb = "would push" if dry_run else "pushing"
-    where = repo_id + (f"@{revision}" if revision else "")
-    if offline:
-        where += " (checked offline, as a new repository: the Hub could not be read)"
-    elif not state.exists:
-        where += " (new)"
-    print(f"{verb} {config}/{split} ({len(dataset):,} rows) to {where}", file=out)
-    for line in remote.describe_operations(operations):
-        print(f"  {line}", file=out)
-    if dry_run:
-        print("README.md would be:\n" + readme, file=out)
-    return operations
 
 
 @dataclasses.dataclass

@@ -1,29 +1,8 @@
 """`ambigdocs push-metric`: publish the AmbigDocs metric as a Hub Space for `evaluate.load`.
 
-    ambigdocs push-metric --repo-id NAMESPACE/ambigdocs_metric --dry-run
-    ambigdocs push-metric --repo-id NAMESPACE/ambigdocs_metric
-
-after which, in any training loop, `evaluate.load("NAMESPACE/ambigdocs_metric")` works.
-
-`evaluate-cli create` no longer starts with current `huggingface_hub` (it needs the removed
-`Repository` class), so this command writes the Space itself, the way evaluate's template lays
-one out, and uploads it with one `create_commit`:
-
-- `NAME.py`: the module `metric/ambigdocs_metric/ambigdocs_metric.py`, renamed after the Space,
-  since `evaluate.load("NAMESPACE/NAME")` fetches exactly `NAME.py` (and then the files that
-  script imports relatively: `scoring.py`, `disambig_f1.py`, `stopwords.py`, published as is);
-- the folder's other `*.py` files, unchanged;
-- `README.md`: the metric card with the Space front matter (`sdk: gradio`, `app_file: app.py`,
-  `tags: [evaluate, metric]`) merged into its YAML;
-- `requirements.txt`: the folder's, plus `evaluate` when missing (the app imports it);
-- `app.py`: evaluate's usual widget, `launch_gradio_widget(module)` on Gradio 3, the same widget
-  built with Gradio 4+ component names otherwise (one empty row to type into, no flagging), for
-  the module loaded from the `NAME.py` beside it. tests/test_space_app.py starts it with the
-  card's Gradio and submits a row from a browser.
-
-Files left on the Space from an earlier version that are not in the new set are deleted in the
-same commit, so a renamed helper cannot linger. The token comes from `HF_TOKEN` or
-`hf auth login` and is never printed.
+`evaluate-cli create` no longer starts with current `huggingface_hub`, so this command writes the
+Space the way evaluate's template lays one out and uploads it in one commit (docs/datasets.md,
+"Publishing the metric").
 """
 
 from __future__ import annotations
@@ -162,11 +141,6 @@ def build_space_folder(
 
     `evaluate.load(output_dir)` loads it as the Hub would when `output_dir`'s name is NAME.
 
-    Args:
-        repo_id: `NAMESPACE/NAME` of the Space.
-        output_dir: the folder to write.
-        metric_dir: the evaluate module's folder.
-
     Returns:
         The files written, relative to `output_dir`, sorted.
 
@@ -203,83 +177,44 @@ def build_space_folder(
     return sorted(p.name for p in output_dir.iterdir())
 
 
-def push_metric(
-    repo_id: str,
-    *,
-    metric_dir: str | Path = METRIC_DIR,
-    private: bool = False,
-    dry_run: bool = False,
-    api: Any = None,
-    out=None,
-):
-    """Builds the Space folder and uploads it in one commit.
+def push_metric(repo_id: str, *, metric_dir: str | Path = METRIC_DIR, **publish_options: Any):
+    """Builds the Space folder and uploads it in one commit (stale files deleted).
 
     Args:
         repo_id: `NAMESPACE/NAME` of the Space (created with the Gradio SDK if missing).
         metric_dir: the evaluate module's folder.
-        private: create the Space private.
-        dry_run: print the files (and the card) that would be uploaded; upload nothing.
-        api: an `HfApi`-like object (default: `HfApi()` with the usual token).
-        out: where the report goes (default stdout).
+        **publish_options: `private`, `dry_run`, `api`, `out`, as `remote.publish` takes them.
 
     Returns:
         The `CommitInfo`, or None on a dry run.
     """
-    out = out or sys.stdout
     with tempfile.TemporaryDirectory(prefix="ambigdocs-space-") as tmp:
         # Offline first: the name, the module's files, their Python and the card.
         folder = Path(tmp) / space_name(repo_id)
         files = build_space_folder(repo_id, folder, metric_dir)
         check_space_folder(folder)
-        if api is None:
-            from huggingface_hub import HfApi
 
-            api = HfApi()
+        def plan(state: remote.RepoState, _card: str | None) -> tuple[list, str]:
+            operations: list = [CommitOperationAdd(f, str(folder / f)) for f in files]
+            operations += [
+                CommitOperationDelete(f) for f in state.files if f not in files and f not in _KEEP
+            ]
+            return operations, (folder / "README.md").read_text(encoding="utf-8")
+
         info = remote.publish(
-            api,
             repo_id,
             REPO_TYPE,
-            lambda state, _card, **how: _print_plan(repo_id, folder, files, state, out, **how),
+            plan,
             "Publish the AmbigDocs metric",
-            dry_run=dry_run,
-            out=out,
-            private=private,
+            verb="publish",
+            what="the metric to Space",
             space_sdk="gradio",
+            **publish_options,
         )
-        if dry_run:
-            return None
-    print(f'load it with: evaluate.load("{repo_id}")', file=out)
+    if not publish_options.get("dry_run"):
+        out = publish_options.get("out") or sys.stdout
+        print(f'load it with: evaluate.load("{repo_id}")', file=out)
     return info
-
-
-def _print_plan(
-    repo_id: str,
-    folder: Path,
-    files: list[str],
-    state: remote.RepoState,
-    out,
-    *,
-    dry_run: bool = True,
-    offline: bool = False,
-) -> list:
-    """The commit's operations (new files, stale ones deleted), printed; on a dry run, the card."""
-    operations: list = [CommitOperationAdd(f, str(folder / f)) for f in files]
-    operations += [
-        CommitOperationDelete(f) for f in state.files if f not in files and f not in _KEEP
-    ]
-    verb = "would publish" if dry_run else "publishing"
-    if offline:
-        where = " (checked offline, as a new Space: the Hub could not be read)"
-    else:
-        where = "" if state.exists else " (new)"
-    print(f"{verb} the metric to Space {repo_id}{where}", file=out)
-    for line in remote.describe_operations(operations):
-        print(f"  {line}", file=out)
-    if dry_run:
-        print(
-            "README.md would be:\n" + (folder / "README.md").read_text(encoding="utf-8"), file=out
-        )
-    return operations
 
 
 def check_space_folder(folder: Path) -> None:

@@ -1,9 +1,6 @@
-"""The few Hugging Face Hub calls `push` and `push-metric` make, in one place.
-
-Every call goes through an `HfApi`-like object (`repo_info`, `list_repo_files`,
-`hf_hub_download`, `create_repo`, `create_branch`, `create_commit`), so tests hand in a fake
-one and check exactly what would be uploaded. The token is whatever `huggingface_hub` finds
-(`HF_TOKEN`, or `hf auth login`); this module never reads, logs or prints it.
+"""The few Hugging Face Hub calls `push` and `push-metric` make, in one place, through an
+`HfApi`-like object (tests hand in a fake one). The token is whatever `huggingface_hub` finds;
+this module never reads, logs or prints it.
 """
 
 from __future__ import annotations
@@ -15,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+from huggingface_hub import CommitOperationAdd
 from huggingface_hub.errors import (
     RepositoryNotFoundError,
     RevisionNotFoundError,
@@ -28,13 +25,9 @@ _REPO_PART = re.compile(r"[A-Za-z0-9][\w.-]*")
 class RepoState:
     """What a repository holds at one revision, as read before a commit.
 
-    Attributes:
-        exists: the repository exists.
-        branch_exists: the revision exists (False for a new branch: then `files` are those of
-            the default branch, which the new branch will start from).
-        sha: the commit read (passed as `parent_commit`, so a concurrent change to the
-            repository makes the commit fail instead of silently mixing two states).
-        files: the files at that commit.
+    `branch_exists` is False for a new branch: `files` are then those of the default branch,
+    which it will start from. `sha`, the commit read, is the commit's parent, so that a
+    concurrent change makes the commit fail instead of silently mixing two states.
     """
 
     exists: bool = False
@@ -44,17 +37,8 @@ class RepoState:
 
 
 def read_repo_state(api: Any, repo_id: str, repo_type: str, revision: str | None) -> RepoState:
-    """Reads whether a repository (and branch) exists and which files it has.
-
-    Args:
-        api: an `huggingface_hub.HfApi` (or a stand-in with the same methods).
-        repo_id: `NAMESPACE/NAME`.
-        repo_type: `dataset` or `space`.
-        revision: a branch, or None for the default branch.
-
-    Returns:
-        The RepoState.
-    """
+    """Whether a repository (and the branch `revision`; None: the default one) exists, and
+    which files it has."""
     try:
         info = api.repo_info(repo_id, repo_type=repo_type, revision=revision)
         branch_exists = True
@@ -67,171 +51,116 @@ def read_repo_state(api: Any, repo_id: str, repo_type: str, revision: str | None
     return RepoState(exists=True, branch_exists=branch_exists, sha=info.sha, files=list(files))
 
 
-def read_text_file(
-    api: Any, repo_id: str, repo_type: str, state: RepoState, path: str
-) -> str | None:
-    """The text of one file of the repository at the state's commit (None if absent)."""
-    if not state.exists or path not in state.files:
-        return None
-    local = api.hf_hub_download(repo_id, path, repo_type=repo_type, revision=state.sha)
-    return Path(local).read_text(encoding="utf-8")
-
-
-def describe_operations(operations: list) -> list[str]:
-    """One line per operation: `+ path (N bytes)` or `- path`, for dry runs and logs."""
-    lines = []
-    for op in operations:
-        if isinstance(op, CommitOperationAdd):
-            src = op.path_or_fileobj
-            size = len(src) if isinstance(src, bytes) else Path(src).stat().st_size
-            lines.append(f"+ {op.path_in_repo} ({size:,} bytes)")
-        elif isinstance(op, CommitOperationDelete):
-            lines.append(f"- {op.path_in_repo}")
-    return lines
-
-
-def commit(
-    api: Any,
+def publish(
     repo_id: str,
     repo_type: str,
-    state: RepoState,
-    operations: list,
+    plan: Callable[[RepoState, str | None], tuple[list, str]],
     message: str,
     *,
+    verb: str,
+    what: str,
+    api: Any = None,
+    dry_run: bool = False,
+    read_card: bool = False,
     private: bool = False,
     revision: str | None = None,
     create_pr: bool = False,
     space_sdk: str | None = None,
-):
-    """Creates the repository or branch if needed, then makes one commit.
-
-    Args:
-        api: an `HfApi`-like object.
-        repo_id: `NAMESPACE/NAME`.
-        repo_type: `dataset` or `space`.
-        state: what `read_repo_state` found (its sha is the parent commit).
-        operations: `CommitOperationAdd` / `CommitOperationDelete` items.
-        message: the commit message.
-        private: create the repository private (an existing one keeps its visibility).
-        revision: the branch to commit to (created at the commit read if missing);
-            None: the default branch.
-        create_pr: open a pull request against `revision` (which must exist) instead of
-            committing to it.
-        space_sdk: the SDK of a new Space (`gradio`).
-
-    Returns:
-        The `CommitInfo` (`commit_url`, `pr_url`).
-
-    Raises:
-        ValueError: `create_pr` against a branch that does not exist.
-    """
-    if not state.exists:
-        kwargs = {"space_sdk": space_sdk} if space_sdk else {}
-        api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, **kwargs)
-    check_pr_target(state, revision, create_pr)
-    if revision and not state.branch_exists:
-        # Start the branch at the commit that was read, not at whatever the default branch holds
-        # now; the commit below is then pinned to it like any other.
-        api.create_branch(
-            repo_id, repo_type=repo_type, branch=revision, revision=state.sha, exist_ok=True
-        )
-    return api.create_commit(
-        repo_id,
-        operations,
-        commit_message=message,
-        repo_type=repo_type,
-        revision=revision,
-        create_pr=create_pr,
-        # A new repository has no parent to pin.
-        parent_commit=state.sha if state.exists else None,
-    )
-
-
-def publish(
-    api: Any,
-    repo_id: str,
-    repo_type: str,
-    plan: Callable[..., list],
-    message: str,
-    *,
-    dry_run: bool,
-    read_card: bool = False,
-    revision: str | None = None,
-    create_pr: bool = False,
     out=None,
-    **commit_options: Any,
 ):
     """Reads the repository, prints the commit's plan and makes it (unless a dry run): the one
     order of `push` and `push-metric`.
 
     Args:
-        plan: `plan(state, card_text, dry_run=..., offline=...)` prints what would be committed
-            and returns the operations (`offline=True`: the plan for a new repository, printed
-            on a dry run when the Hub cannot be read).
+        api: an `HfApi`-like object (None: `HfApi()`, with the usual token).
+        plan: `plan(state, card_text)` returns the commit's operations and the new README.md.
+        verb, what: the plan's headline, `{verb}ing {what} {repo_id}` (`would {verb}` on a
+            dry run; `what` ends in "to").
         read_card: read the repository's `README.md` for `plan` (else it gets None).
-        **commit_options: passed to `commit` (`private`, `space_sdk`); the other arguments are
-            as `commit` and `report` take them.
+        private: create the repository private (an existing one keeps its visibility).
+        revision: the branch to commit to (created at the commit read if missing).
+        create_pr: open a pull request against `revision` (which must exist).
+        space_sdk: the SDK of a new Space (`gradio`).
 
     Returns:
         The `CommitInfo`, or None on a dry run.
 
     Raises:
         ValueError: `create_pr` against a branch that does not exist (before the plan prints).
-        Exception: whatever the Hub client raises when the Hub cannot be reached or refuses.
+        Exception: whatever the Hub client raises when the Hub cannot be reached or refuses
+            (on a dry run, the plan for a new repository is printed first).
     """
     from metric.ambigdocs_metric.hub_errors import hub_unreachable
 
+    out = out or sys.stdout
+    if api is None:
+        from huggingface_hub import HfApi
+
+        api = HfApi()
+
+    def show(state: RepoState, card_text: str | None, where: str) -> list:
+        operations, readme = plan(state, card_text)
+        target = repo_id + (f"@{revision}" if revision else "") + where
+        print(f"{'would ' + verb if dry_run else verb + 'ing'} {what} {target}", file=out)
+        for op in operations:
+            if isinstance(op, CommitOperationAdd):
+                src = op.path_or_fileobj
+                size = len(src) if isinstance(src, bytes) else Path(src).stat().st_size
+                print(f"  + {op.path_in_repo} ({size:,} bytes)", file=out)
+            else:
+                print(f"  - {op.path_in_repo}", file=out)
+        if dry_run:
+            print("README.md would be:\n" + readme, file=out)
+        return operations
+
     try:
         state = read_repo_state(api, repo_id, repo_type, revision)
-        card_text = (
-            read_text_file(api, repo_id, repo_type, state, "README.md") if read_card else None
-        )
+        card_text = None
+        if read_card and state.exists and "README.md" in state.files:
+            local = api.hf_hub_download(
+                repo_id, "README.md", repo_type=repo_type, revision=state.sha
+            )
+            card_text = Path(local).read_text(encoding="utf-8")
     except Exception as err:
         if dry_run and hub_unreachable(err):
             # Still show what was checked offline: the plan for a new repository.
-            plan(RepoState(), None, offline=True)
+            kind = "Space" if repo_type == "space" else "repository"
+            show(
+                RepoState(), None, f" (checked offline, as a new {kind}: the Hub could not be read)"
+            )
         raise
-    check_pr_target(state, revision, create_pr)  # before printing or uploading
-    operations = plan(state, card_text, dry_run=dry_run)
-    if dry_run:
-        return None
-    info = commit(
-        api,
-        repo_id,
-        repo_type,
-        state,
-        operations,
-        message,
-        revision=revision,
-        create_pr=create_pr,
-        **commit_options,
-    )
-    report(info, out)
-    return info
-
-
-def check_pr_target(state: RepoState, revision: str | None, create_pr: bool) -> None:
-    """Refuses a pull request against a branch that does not exist.
-
-    The Hub would open it against the default branch instead, while the report names the
-    branch.
-
-    Raises:
-        ValueError: `create_pr` with a `revision` that the repository does not have.
-    """
+    # The Hub would open a PR against the default branch instead, while the report names it.
     if create_pr and revision and not state.branch_exists:
         raise ValueError(
             f"--create-pr needs an existing --revision: branch {revision!r} does not exist "
             "(push to it without --create-pr to create it)"
         )
-
-
-def report(info: Any, out=None) -> None:
-    """Prints where the commit landed (never the token)."""
-    out = out or sys.stdout
+    operations = show(state, card_text, "" if state.exists else " (new)")
+    if dry_run:
+        return None
+    if not state.exists:
+        kwargs = {"space_sdk": space_sdk} if space_sdk else {}
+        api.create_repo(repo_id, repo_type=repo_type, private=private, exist_ok=True, **kwargs)
+    if revision and not state.branch_exists:
+        # Start the branch at the commit that was read, not at whatever the default branch holds
+        # now; the commit below is then pinned to it like any other.
+        api.create_branch(
+            repo_id, repo_type=repo_type, branch=revision, revision=state.sha, exist_ok=True
+        )
+    info = api.create_commit(
+        repo_id,
+        operations,
+        commit_message=message,
+        repo_type=repo_type,
+        revision=revision,
+        create_pr=create_pr,
+        # Pinned to the commit read (a concurrent change fails it); a new repository has none.
+        parent_commit=state.sha if state.exists else None,
+    )
     url = getattr(info, "pr_url", None) or getattr(info, "commit_url", None)
-    if url:
+    if url:  # never the token
         print(f"committed: {url}", file=out)
+    return info
 
 
 def check_repo_id(repo_id: str) -> str:
@@ -246,23 +175,3 @@ def check_repo_id(repo_id: str) -> str:
             f"repo id {repo_id!r}: expected NAMESPACE/NAME (letters, digits, '_', '-', '.')"
         )
     return repo_id
-
-
-def check_no_loading_script(repo_id: str, files: list[str]) -> None:
-    """Refuses to extend a dataset repository that holds a loading script named after it.
-
-    `datasets` >= 4 refuses a Hub dataset repository NAMESPACE/NAME that holds `NAME.py` at its
-    root ("Dataset scripts are no longer supported"), whatever else it holds, so a push there
-    would publish data nobody can load.
-
-    Raises:
-        ValueError: the repository holds `NAME.py`.
-    """
-    script = f"{repo_id.split('/')[-1]}.py"
-    if script in files:
-        raise ValueError(
-            f"{repo_id}: holds {script}, a loading script: datasets >= 4 refuses to load a "
-            f"repository holding a script named after it. Delete it first "
-            f"(HfApi().delete_file({script!r}, {repo_id!r}, repo_type='dataset')) or push to "
-            "another repository"
-        )

@@ -11,14 +11,9 @@ from metric.ambigdocs_metric.scoring import CATEGORIES
 def label_agreement(categories: list[str | None], labels: list, field: str) -> dict | None:
     """The automatic categories against reference labels, like the paper's Figure 5.
 
-    Args:
-        categories: the automatic category per example.
-        labels: the reference label per example (None: unlabelled, left out).
-        field: the rows' field the labels came from.
-
     Returns:
         {"field", "n", "agreed", "agreement", "kappa" (Cohen's), "confusion": {label:
-        {category: count}}} over the labelled examples, or None when none is labelled.
+        {category: count}}} over the examples whose label is not None; None when there are none.
     """
     pairs = [
         (str(lab), cat) for lab, cat in zip(labels, categories, strict=True) if lab is not None

@@ -1,10 +1,6 @@
-"""Bootstrap confidence intervals for the means in `summary.json`, resampling examples.
-
-The means follow `scoring.aggregate`: a score that is None for an example (no scored gold
-document, no shown documents, no Disambig-F1) is left out of its mean, and the category
-fractions are over the examples that have a category. Each resample draws examples with
-replacement and recomputes every mean from the examples it drew, so a mean and its interval
-always describe the same population.
+"""Bootstrap confidence intervals for the means in `summary.json`, resampling examples
+(docs/report.md, "Intervals"); each mean leaves out the examples without its score, as
+`scoring.aggregate` does.
 """
 
 from __future__ import annotations
@@ -20,16 +16,12 @@ if TYPE_CHECKING:
 
 # numpy is imported where the resampling needs it: `--bootstrap 0` (and the plain means of the
 # slices) keep `ambigdocs evaluate` free of it, as the scorer is.
-DEFAULT_RESAMPLES = 1000
-DEFAULT_SEED = 0
 LEVEL = 0.95
 # Below this many examples, intervals and p-values rest on too few questions to mean much
 # (the usual rule of thumb for a mean's sampling distribution).
 SMALL_SAMPLE = 30
 # Resamples drawn at once: bounds the (chunk x examples) weight matrix to a few tens of MB.
 CHUNK = 100
-
-
 # The most resamples `ambigdocs evaluate --bootstrap` takes: far past the point where more
 # change an interval (10,000 already fix a 95% bound to about a thousandth), still seconds.
 MAX_RESAMPLES = 1_000_000
@@ -107,22 +99,12 @@ def percentile_interval(samples: np.ndarray, level: float = LEVEL) -> list[list[
 def bootstrap_ci(
     records: Sequence[dict],
     keys: Sequence[str],
-    n_resamples: int = DEFAULT_RESAMPLES,
-    seed: int = DEFAULT_SEED,
+    n_resamples: int = 1000,
+    seed: int = 0,
     level: float = LEVEL,
 ) -> dict[str, list[float | None]]:
-    """95% percentile-bootstrap intervals of the means of `keys` over `records`.
-
-    Args:
-        records: per-example records (`per_example.jsonl` rows).
-        keys: score names and category names.
-        n_resamples: resamples; 0 or no records give no intervals ({}).
-        seed: the generator's seed (the same seed gives the same intervals).
-        level: the coverage.
-
-    Returns:
-        {key: [low, high]}.
-    """
+    """Percentile-bootstrap intervals {key: [low, high]} of the means of `keys` (score and
+    category names) over per-example records; 0 resamples or no records give none ({})."""
     if n_resamples <= 0 or not records or not keys:
         return {}
     values, defined = value_matrix(records, keys)

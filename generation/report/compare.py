@@ -1,10 +1,5 @@
-"""Paired comparison of results files on the questions they share (`comparison.json`).
-
-The first file is the baseline; each other file is compared with it on the intersection of
-their qids. Per score (and category fraction): the mean difference (other minus baseline) over
-the examples where both have the score, its 95% paired-bootstrap interval, and a two-sided
-paired permutation p-value (random sign flips of the per-example differences). The category
-transition matrix counts, per baseline category, the other file's categories.
+"""Paired comparison of results files on the questions they share (`comparison.json`,
+`comparison.md`): the first file against each other one (docs/report.md, "Paired comparison").
 """
 
 from __future__ import annotations
@@ -14,19 +9,19 @@ from collections.abc import Sequence
 import numpy as np
 
 from generation.report.bootstrap import (
+    CHUNK,
     LEVEL,
     percentile_interval,
     resampled_means,
     small_sample_note,
     value_matrix,
 )
-from generation.report.layout import CATEGORY_NAMES, SCORE_KEYS, SCORE_LABELS
+from generation.report.layout import SCORE_KEYS, difference_ci, number, score_name
 from generation.report.predictions import index_by_qid
 from generation.report.tables import md_code, md_escape
 from metric.ambigdocs_metric.scoring import CATEGORIES
 
 UNSCORED = "unscored"  # the transition-matrix row/column of examples without a category
-CHUNK = 100
 
 
 def permutation_p_values(diffs: np.ndarray, defined: np.ndarray, n: int, seed: int) -> list:
@@ -75,10 +70,8 @@ def compare_pair(
         {key: {"baseline", "system", "difference", "ci95", "p_value", "n"}}, "transitions",
         "note"}; the note warns of too few shared questions (None when there are enough).
     """
-    a_by, b_by = (
-        index_by_qid(base, names[0], "comparison"),
-        index_by_qid(other, names[1], "comparison"),
-    )
+    a_by = index_by_qid(base, names[0], "comparison")
+    b_by = index_by_qid(other, names[1], "comparison")
     shared = [q for q in a_by if q in b_by]
     a = [a_by[q] for q in shared]
     b = [b_by[q] for q in shared]
@@ -87,9 +80,9 @@ def compare_pair(
     vb, db = value_matrix(b, keys)
     both = da * db
     diffs = vb - va
-    scores = {}
-    if shared and keys:
-        scores = _score_differences(keys, va, vb, diffs, both, n_resamples, seed)
+    scores = (
+        _score_differences(keys, va, vb, diffs, both, n_resamples, seed) if shared and keys else {}
+    )
     return {
         "baseline": names[0],
         "system": names[1],
@@ -103,9 +96,7 @@ def compare_pair(
 
 
 def _present(records: Sequence[dict], key: str) -> bool:
-    if key in CATEGORIES:
-        return True
-    return any(rec.get(key) is not None for rec in records)
+    return key in CATEGORIES or any(rec.get(key) is not None for rec in records)
 
 
 def _score_differences(keys, va, vb, diffs, both, n_resamples, seed) -> dict:
@@ -152,14 +143,6 @@ def compare_files(
 # --- Markdown ----------------------------------------------------------------------------------
 
 
-def _num(x, fmt="{:+.3f}") -> str:
-    return "-" if x is None else fmt.format(x)
-
-
-def _label(key: str) -> str:
-    return SCORE_LABELS.get(key) or CATEGORY_NAMES.get(key, key)
-
-
 def format_comparison_markdown(comparison: dict) -> str:
     """`comparison.json` as Markdown: a table of differences and a transition matrix per pair."""
     lines = [f"# Paired comparison against {md_code(comparison['baseline'])}", ""]
@@ -175,12 +158,10 @@ def format_comparison_markdown(comparison: dict) -> str:
             "|---|---:|---:|---:|---:|---:|",
         ]
         for key, s in c["scores"].items():
-            ci = s["ci95"]
-            ci_text = "-" if not ci or ci[0] is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
             lines.append(
-                f"| {md_escape(_label(key))} | {_num(s['baseline'], '{:.3f}')} | "
-                f"{_num(s['system'], '{:.3f}')} | {_num(s['difference'])} | {ci_text} | "
-                f"{_num(s['p_value'], '{:.4f}')} |"
+                f"| {md_escape(score_name(key))} | {number(s['baseline'], '{:.3f}')} | "
+                f"{number(s['system'], '{:.3f}')} | {number(s['difference'])} | {difference_ci(s['ci95'])} | "
+                f"{number(s['p_value'], '{:.4f}')} |"
             )
         lines += [
             "",
@@ -192,9 +173,9 @@ def format_comparison_markdown(comparison: dict) -> str:
 
 def _transition_markdown(matrix: dict[str, dict[str, int]]) -> list[str]:
     order = list(matrix)
-    head = "| | " + " | ".join(_label(k) for k in order) + " |"
+    head = "| | " + " | ".join(score_name(k) for k in order) + " |"
     rule = "|---|" + "---:|" * len(order)
     rows = [
-        f"| {_label(a)} | " + " | ".join(str(matrix[a][b]) for b in order) + " |" for a in order
+        f"| {score_name(a)} | " + " | ".join(str(matrix[a][b]) for b in order) + " |" for a in order
     ]
     return [head, rule, *rows]

@@ -1,21 +1,5 @@
-"""`ambigdocs evaluate`: score answered AmbigDocs examples with the paper's metrics.
-
-    ambigdocs evaluate PRED [PRED ...] --output-dir DIR [--data-dir DIR | --config sample |
-        --dataset ID_OR_FOLDER] [--split test] [--subset] [--answer-field F] [--name NAME ...]
-        [--no-df1] [--qa-model ID] [--score-documents first5|shown|all] [--plot]
-        [--labels-field FIELD] [--bootstrap N] [--bootstrap-seed S] [--table-ci] [--report]
-
-PRED is a predictions file: `{qid, answer}` records (JSON or JSONL; `docs`, the documents shown,
-optional) joined with the data set named by --data-dir, --config or --dataset
-(generation/report/predictions.py), an lm-eval samples file, or, without a data set, whole rows:
-the authors' results file (a JSON list of data-set rows, each with `gen_answer` and `docs`) or
-the JSONL that `ambigdocs answer` writes. One file writes DIR/per_example.jsonl and
-DIR/summary.json; several write one subfolder each (named after --name) and a combined
-DIR/summary.json. A table like the paper's Table 2 and the category
-distribution (Figure 4) are printed; `--plot` draws the distribution as a stacked bar chart.
-The report steps (generation/report/outputs.py, docs/report.md) add intervals, slices and
-provenance to each summary and write table.md/.csv/.tex, comparison.json/.md (several files)
-and, with `--report`, report.html.
+"""`ambigdocs evaluate`: score answered AmbigDocs examples with the paper's metrics, print Table 2
+and the category distribution, and write the files docs/report.md lists.
 
 The lexical scores import nothing heavy (no torch, transformers or datasets), so they are
 instant; Disambig-F1 loads the QA model only when asked.
@@ -24,6 +8,7 @@ instant; Disambig-F1 loads the QA model only when asked.
 from __future__ import annotations
 
 import gc
+import multiprocessing as mp
 import sys
 from collections import Counter
 from pathlib import Path
@@ -50,12 +35,10 @@ from generation.report.options import (
     PROG,
     EvaluateOptions,
     check_extra_args,
-    report_options,
 )
 from generation.report.outputs import (
     annotate_summary,
     evaluation_folder,
-    final_path,
     write_report_files,
 )
 from generation.report.predictions import join_predictions, read_predictions
@@ -101,38 +84,6 @@ def _score_range(bounds: tuple[int, int]) -> list[ExampleScores]:
     )
 
 
-def score_lexical(
-    predictions: list[str],
-    rows: list[dict],
-    contexts: list | None,
-    score_documents: str = "first5",
-    workers: int = 1,
-    unique_qids: bool = True,
-) -> list[ExampleScores]:
-    """Validates and scores every example; with `workers` > 1, in forked processes.
-
-    The examples are shared with the workers by fork (copy-on-write), so only the small score
-    tuples travel between processes. Where fork is unavailable, or the input is small, the
-    scoring runs in this process. The result does not depend on `workers`.
-    """
-    global _SHARED
-    references = validate_inputs(predictions, rows, contexts, unique_qids=unique_qids)
-    n = len(references)
-    workers = max(1, min(workers, n // MIN_EXAMPLES_PER_WORKER))
-    import multiprocessing as mp
-
-    _SHARED = (predictions, references, contexts, score_documents)
-    try:
-        if workers == 1 or "fork" not in mp.get_all_start_methods():
-            return _score_range((0, n))
-        step = -(-n // (4 * workers))
-        with mp.get_context("fork").Pool(workers) as pool:
-            parts = pool.map(_score_range, [(i, min(i + step, n)) for i in range(0, n, step)])
-        return [s for part in parts for s in part]
-    finally:
-        _SHARED = None
-
-
 def evaluate_rows(
     rows: list[dict],
     score_documents: str = "first5",
@@ -140,19 +91,35 @@ def evaluate_rows(
     unique_qids: bool = True,
     system: str | None = None,
 ) -> tuple[list[dict], dict]:
-    """The lexical scores of answered rows; returns (per-example records, summary).
+    """Validates and scores answered rows; returns (per-example records, summary).
+
+    With `workers` > 1 (and enough rows), the scores are computed in forked processes that
+    share the examples by fork (copy-on-write), so only the small score tuples travel; where
+    fork is unavailable this process scores them. The result does not depend on `workers`.
 
     Args:
         rows: answered examples (`gen_answer`, data-set fields, optionally `docs`).
         score_documents: see `scoring.scored_documents`.
-        workers: processes for the scores.
         unique_qids: refuse two rows with the same qid.
         system: the name of the system that answered (kept in each record).
     """
+    global _SHARED
     predictions = [row["gen_answer"] for row in rows]
-    scores = score_lexical(
-        predictions, rows, _contexts(rows), score_documents, workers, unique_qids
-    )
+    contexts = _contexts(rows)
+    references = validate_inputs(predictions, rows, contexts, unique_qids=unique_qids)
+    n = len(references)
+    workers = max(1, min(workers, n // MIN_EXAMPLES_PER_WORKER))
+    _SHARED = (predictions, references, contexts, score_documents)
+    try:
+        if workers == 1 or "fork" not in mp.get_all_start_methods():
+            scores = _score_range((0, n))
+        else:
+            step = -(-n // (4 * workers))
+            with mp.get_context("fork").Pool(workers) as pool:
+                parts = pool.map(_score_range, [(i, min(i + step, n)) for i in range(0, n, step)])
+            scores = [s for part in parts for s in part]
+    finally:
+        _SHARED = None
     records = [
         {
             "index": i,
@@ -207,45 +174,7 @@ def add_disambig_f1(
     summary["n"] = n
 
 
-def load_qa_model(name: str, **options):
-    """Loads the QA model (options: QAExtractor's), or prints one line why not and returns None."""
-    return try_load_qa_model(name, **options)[0]
-
-
-def try_load_qa_model(name: str, **options):
-    """(the QA model, None), or (None, why not) after printing why in one line when torch and
-    transformers are not installed (the `df1` extra), or when the Hub cannot be reached and the
-    model is not in the local cache.
-
-    Raises:
-        QAModelError: (an OSError) the model fails to load for another reason (a missing
-            folder, an unknown id, not a question-answering model): an error, not a skip.
-    """
-    from generation.extras import MissingExtraError, require
-    from metric.ambigdocs_metric.qa_loading import QAModelError, load_qa_extractor
-
-    try:
-        require("df1", what="the QA model")
-        return load_qa_extractor(name, **options), None
-    except MissingExtraError as err:
-        print(f"Disambig-F1 skipped: {err}", file=sys.stderr)
-        return None, str(err)
-    except QAModelError as err:
-        if not err.unreachable:
-            raise
-        print(
-            f"Disambig-F1 skipped: the QA model {name!r} is not in the local cache and the Hub "
-            "cannot be reached. Use --qa-model PATH for a local copy, or --no-df1.",
-            file=sys.stderr,
-        )
-        return None, "the Hub cannot be reached and the QA model is not in the local cache"
-
-
 # --- output ----------------------------------------------------------------------------------------
-
-
-def _write_jsonl(path: Path, records: list[dict]) -> None:
-    atomic_write_binary(path, lambda f: f.write(jsonl_bytes(records)))  # exact beyond 64 bits
 
 
 def format_table(columns: dict[str, dict]) -> str:
@@ -309,16 +238,10 @@ def plot_categories(columns: dict[str, dict], path: Path) -> None:
             [escape_mathtext(n) for n in names],  # a `$` in a name is shown, not mathtext
             values, bottom=bottom, color=colour, label=CATEGORY_NAMES[key], width=0.6,
         )  # fmt: skip
-        for bar, v, b in zip(bars, values, bottom, strict=True):
-            if v >= 4:
-                ax.text(
-                    bar.get_x() + bar.get_width() / 2,
-                    b + v / 2,
-                    f"{v:.0f}",
-                    ha="center",
-                    va="center",
-                    fontsize=8,
-                )
+        # Each share of 4% or more written in the middle of its segment.
+        ax.bar_label(
+            bars, [f"{v:.0f}" if v >= 4 else "" for v in values], label_type="center", fontsize=8
+        )
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     ax.set_ylabel("% of answers")
     ax.set_ylim(0, 100)
@@ -396,15 +319,6 @@ def folder_names(names: list[str]) -> list[str]:
 # --- command line ----------------------------------------------------------------------------------
 
 
-def _qa_options(args: EvaluateOptions) -> dict:
-    return {
-        "batch_size": args.qa_batch_size,
-        "batch_tokens": args.qa_batch_tokens,
-        "padding": args.qa_padding,
-        "dtype": args.qa_dtype,
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     return run_command(PROG, DESCRIPTION, [EvaluateOptions], run, argv)
 
@@ -429,11 +343,12 @@ def run(args: EvaluateOptions) -> int:
         qa, qa_absent = _qa_model(args)
         columns = _write_scores(args, staging, names, loaded, scored, qa, qa_absent)
         systems = {n: (rows, s[0]) for n, rows, s in zip(names, loaded, scored, strict=True)}
-        written = write_report_files(staging, columns, systems, report_options(args))
+        written = write_report_files(staging, columns, systems, args)
         if args.plot:
             written.append(staging / "categories.png")
             plot_categories(columns, written[-1])
-        written = [final_path(p, staging, args.out) for p in written]
+        # Named where they are after the swap, not in the staging folder.
+        written = [args.out / p.relative_to(staging) for p in written]
     _print_results(args, columns, written)
     return 0
 
@@ -494,19 +409,37 @@ def _score_file(path: Path, rows: list[dict], args: EvaluateOptions, name: str):
 
 
 def _qa_model(args: EvaluateOptions):
-    """(QA model, None) or (None, why it is absent). The default model may be absent (one line
-    says why); a model the user named must load and be a question-answering model."""
+    """(QA model, None) or (None, why it is absent). The default model may be absent, one line
+    saying why (torch and transformers, the `df1` extra, are not installed, or the Hub cannot be
+    reached and the model is not in the local cache); a model the user named must load and be
+    a question-answering model: QAModelError (an OSError) or MissingExtraError (a ValueError)
+    ends the command in one line."""
     if not args.df1:
         return None, "--no-df1 was given"
-    if args.qa_model is None:
-        return try_load_qa_model(DEFAULT_QA_MODEL, **_qa_options(args))
-    from generation.extras import require
-    from metric.ambigdocs_metric.qa_loading import load_qa_extractor
+    from generation.extras import MissingExtraError, require
+    from metric.ambigdocs_metric.qa_loading import QAModelError, load_qa_extractor
 
-    # A model the user named must load: QAModelError (an OSError) or MissingExtraError (a
-    # ValueError) ends the command in one line.
-    require("df1", what=f"--qa-model {args.qa_model}")
-    return load_qa_extractor(args.qa_model, **_qa_options(args)), None
+    options = {
+        k: getattr(args, f"qa_{k}") for k in ("batch_size", "batch_tokens", "padding", "dtype")
+    }
+    if args.qa_model is not None:
+        require("df1", what=f"--qa-model {args.qa_model}")
+        return load_qa_extractor(args.qa_model, **options), None
+    try:
+        require("df1", what="the QA model")
+        return load_qa_extractor(DEFAULT_QA_MODEL, **options), None
+    except MissingExtraError as err:
+        print(f"Disambig-F1 skipped: {err}", file=sys.stderr)
+        return None, str(err)
+    except QAModelError as err:
+        if not err.unreachable:
+            raise
+        print(
+            f"Disambig-F1 skipped: the QA model {DEFAULT_QA_MODEL!r} is not in the local cache "
+            "and the Hub cannot be reached. Use --qa-model PATH for a local copy, or --no-df1.",
+            file=sys.stderr,
+        )
+        return None, "the Hub cannot be reached and the QA model is not in the local cache"
 
 
 def _write_scores(args, out_dir, names, loaded, scored, qa, qa_absent) -> dict[str, dict]:
@@ -514,7 +447,6 @@ def _write_scores(args, out_dir, names, loaded, scored, qa, qa_absent) -> dict[s
     provenance; writes each file's per_example.jsonl and summary.json; returns the summaries
     by system name."""
     qa_record = qa_model_record(args.qa_model or DEFAULT_QA_MODEL, qa, qa_absent)
-    options = report_options(args)
     single = len(args.results) == 1
     columns: dict[str, dict] = {}
     folders = folder_names(names)
@@ -529,12 +461,13 @@ def _write_scores(args, out_dir, names, loaded, scored, qa, qa_absent) -> dict[s
             labels = [row.get(args.labels_field) for row in rows]
             categories = [r["category"] for r in records]
             summary["labels"] = label_agreement(categories, labels, args.labels_field)
-        annotate_summary(summary, rows, records, path, qa_record, options)
+        annotate_summary(summary, rows, records, path, qa_record, args)
         out = out_dir if single else out_dir / folder
-        _write_jsonl(
-            out / "per_example.jsonl",
-            [{**rec, "answer": row["gen_answer"]} for row, rec in zip(rows, records, strict=True)],
-        )
+        answered = [
+            {**r, "answer": row["gen_answer"]} for row, r in zip(rows, records, strict=True)
+        ]
+        lines = jsonl_bytes(answered)  # exact beyond 64 bits
+        atomic_write_binary(out / "per_example.jsonl", lambda f, lines=lines: f.write(lines))
         atomic_write_json(out / "summary.json", summary)
         columns[name] = summary
         if args.show_examples:
@@ -549,8 +482,7 @@ def _write_scores(args, out_dir, names, loaded, scored, qa, qa_absent) -> dict[s
 
 
 def _print_results(args: EvaluateOptions, columns: dict[str, dict], written) -> None:
-    print()
-    print(format_table(columns))
+    print("\n" + format_table(columns))
     notes = dict.fromkeys(
         f"{name}: {note}" if len(columns) > 1 and note != NO_ANSWER_RULE else note
         for name, s in columns.items()

@@ -13,17 +13,17 @@ import re
 from collections.abc import Sequence
 from html import escape
 from importlib import resources
-from pathlib import Path
 
-from generation.io.records import atomic_write_text
 from generation.report.layout import (
     CATEGORY_COLOURS,
     CATEGORY_NAMES,
     SCORE_FORMATS,
     SCORE_KEYS,
-    SCORE_LABELS,
+    difference_ci,
+    number,
+    score_name,
 )
-from generation.report.tables import table_rows
+from generation.report.tables import score_cell, table_rows
 from metric.ambigdocs_metric.scoring import (
     CATEGORIES,
     bare_title,
@@ -33,24 +33,13 @@ from metric.ambigdocs_metric.scoring import (
     tokens_many,
 )
 
-TEMPLATE = "report.html"
-# Score shown per answer in the viewer (the per-example records' fields).
-VIEWER_SCORES = ("answer_recall", "entity_recall", "entity_answer_recall", "disambig_f1")
-VIEWER_LABELS = {
+# Scores shown per answer in the viewer (the per-example records' fields), and their labels.
+VIEWER_SCORES = {
     "answer_recall": "AR",
     "entity_recall": "ER",
     "entity_answer_recall": "EAR",
     "disambig_f1": "DF1",
 }
-
-
-def load_template() -> str:
-    """The page template shipped in generation/resources/report/."""
-    return (
-        resources.files("generation")
-        .joinpath("resources", "report", TEMPLATE)
-        .read_text(encoding="utf-8")
-    )
 
 
 # --- the examples ------------------------------------------------------------------------------
@@ -68,10 +57,6 @@ def _highlight_tokens(row: dict, index: int, score_documents: str) -> tuple[list
     answers = [d.answer for d in ref.documents if d in scored]
     entities = [bare_title(d.title) for d in ref.documents if d in scored]
     return gold, answers, [surface_name(ref.ambiguous_entity), *entities]
-
-
-def _rounded(value):
-    return None if value is None else round(float(value), 3)
 
 
 def example_payload(
@@ -110,7 +95,7 @@ def example_payload(
             ex["o"][k] = [
                 row["gen_answer"],
                 rec.get("category"),
-                *(_rounded(rec.get(s)) for s in VIEWER_SCORES),
+                *(None if rec.get(s) is None else round(float(rec[s]), 3) for s in VIEWER_SCORES),
             ]
     _add_tokens(pending)
     return list(examples.values())
@@ -146,28 +131,21 @@ def _row(label: str, cells: Sequence[str], cls: str = "", label_cls: str = "") -
     return f"<tr{attr}><th{th_attr}>{escape(label)}</th>{tds}</tr>"
 
 
+_CI_SPAN = '{}<span class="ci">[{}, {}]</span>'  # a mean's interval under it
+
+
 def summary_table_html(columns: dict[str, dict]) -> str:
     """Table 2 with intervals (when computed) under each mean."""
     names = list(columns)
     body, in_categories = [], False
     for key, label, fmt, is_category in table_rows(columns):
         if is_category and not in_categories:
-            span = len(names) + 1
+            span = len(names) + 1  # the label column too
             body.append(f'<tr class="group"><th colspan="{span}">Answer category</th></tr>')
             in_categories = True
-        cells = [_mean_cell(columns[n], key, fmt) for n in names]
+        cells = [score_cell(columns[n], key, fmt, True, ci=_CI_SPAN) for n in names]
         body.append(_row(label, cells, label_cls="sub" if is_category else ""))
     return _grid(["", *map(escape, names)], body)
-
-
-def _mean_cell(summary: dict, key: str, fmt: str) -> str:
-    if key not in summary:
-        return "<td>-</td>"
-    ci = summary.get("ci95", {}).get(key)
-    extra = ""
-    if ci and ci[0] is not None:
-        extra = f'<span class="ci">[{fmt.format(ci[0])}, {fmt.format(ci[1])}]</span>'
-    return f"<td>{fmt.format(summary[key])}{extra}</td>"
 
 
 def category_chart_html(columns: dict[str, dict]) -> str:
@@ -194,17 +172,10 @@ def category_chart_html(columns: dict[str, dict]) -> str:
     return f'<div class="chart">{"".join(bars)}<div>{legend}</div></div>'
 
 
-def _label(key: str) -> str:
-    return SCORE_LABELS.get(key) or CATEGORY_NAMES.get(key, key)
-
-
 def _difference_row(key: str, s: dict) -> str:
-    ci = s["ci95"]
-    ci_text = "-" if not ci or ci[0] is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
-    p = "-" if s["p_value"] is None else f"{s['p_value']:.4f}"
-    d = "-" if s["difference"] is None else f"{s['difference']:+.3f}"
+    cells = [number(s["difference"]), difference_ci(s["ci95"]), number(s["p_value"], "{:.4f}")]
     significant = s["p_value"] is not None and s["p_value"] < 0.05
-    return _row(_label(key), [d, ci_text, p, str(s["n"])], cls="sig" if significant else "")
+    return _row(score_name(key), [*cells, str(s["n"])], cls="sig" if significant else "")
 
 
 def comparison_html(comparison: dict | None) -> str:
@@ -231,10 +202,12 @@ def _matrix_html(matrix: dict[str, dict[str, int]], corner: str = "") -> str:
     """{row category: {column category: count}} as a grid, the diagonal marked."""
     order = list(next(iter(matrix.values()), {}))
     rows = [
-        _row(_label(a), [f'<td class="{"diag" if a == b else ""}">{row[b]}</td>' for b in order])
+        _row(
+            score_name(a), [f'<td class="{"diag" if a == b else ""}">{row[b]}</td>' for b in order]
+        )
         for a, row in matrix.items()
     ]
-    return _grid([corner, *(escape(_label(k)) for k in order)], rows)
+    return _grid([corner, *(escape(score_name(k)) for k in order)], rows)
 
 
 def notes_html(columns: dict[str, dict]) -> str:
@@ -264,13 +237,8 @@ def agreement_html(columns: dict[str, dict]) -> str:
             "categories)</p>",
             _matrix_html(labels["confusion"], "label \\ automatic"),
         ]
-    if not parts:
-        return ""
-    return (
-        '<section id="agreement"><h2>Agreement with labels (Figure 5)</h2>'
-        + "".join(parts)
-        + "</section>"
-    )
+    title = "<h2>Agreement with labels (Figure 5)</h2>"
+    return f'<section id="agreement">{title}{"".join(parts)}</section>' if parts else ""
 
 
 SLICE_TITLES = {
@@ -288,10 +256,10 @@ def slices_html(slices: dict[str, dict]) -> str:
         for kind, groups in kinds.items():
             keys = [k for k in (*SCORE_KEYS, *CATEGORIES) if any(k in g for g in groups.values())]
             rows = [
-                _row(_label(group), [str(g["n"]), *(_slice_cell(g, k) for k in keys)])
+                _row(score_name(group), [str(g["n"]), *(_slice_cell(g, k) for k in keys)])
                 for group, g in groups.items()
             ]
-            header = ["", "n", *(escape(_label(k)) for k in keys)]
+            header = ["", "n", *(escape(score_name(k)) for k in keys)]
             parts += [f"<h4>{SLICE_TITLES.get(kind, escape(kind))}</h4>", _grid(header, rows)]
     return "".join(parts)
 
@@ -334,7 +302,7 @@ def render_report(
         "categories": list(CATEGORIES),
         "categoryNames": CATEGORY_NAMES,
         "categoryColours": CATEGORY_COLOURS,
-        "scoreLabels": [VIEWER_LABELS[s] for s in VIEWER_SCORES],
+        "scoreLabels": list(VIEWER_SCORES.values()),
         "examples": example_payload(systems, score_documents),
     }
     values = {
@@ -351,11 +319,8 @@ def render_report(
         "PROVENANCE": provenance_html(provenance),
         "DATA": script_json(data),
     }
+    template = resources.files("generation").joinpath("resources", "report", "report.html")
     # One pass: text put in by one placeholder is never read for another.
-    return re.sub(r"\{\{([A-Z]+)\}\}", lambda m: values[m.group(1)], load_template())
-
-
-def write_report(path: Path, **kwargs) -> Path:
-    """Writes `render_report(**kwargs)` to `path`."""
-    atomic_write_text(path, render_report(**kwargs))
-    return path
+    return re.sub(
+        r"\{\{([A-Z]+)\}\}", lambda m: values[m.group(1)], template.read_text(encoding="utf-8")
+    )

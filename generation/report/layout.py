@@ -30,6 +30,23 @@ CATEGORY_COLOURS = {
 SCORE_KEYS = tuple(key for key, _, _ in TABLE_ROWS)
 SCORE_LABELS = {key: label for key, label, _ in TABLE_ROWS}
 SCORE_FORMATS = {key: fmt for key, _, fmt in TABLE_ROWS}
+
+
+def score_name(key: str) -> str:
+    """The name a score or category is shown under."""
+    return SCORE_LABELS.get(key) or CATEGORY_NAMES.get(key, key)
+
+
+def number(x, fmt: str = "{:+.3f}") -> str:
+    """`x` in `fmt` (by default a signed difference), `-` for None."""
+    return "-" if x is None else fmt.format(x)
+
+
+def difference_ci(ci: list | None) -> str:
+    """A difference's 95% interval as `[-0.012, +0.034]` (`-` when there is none)."""
+    return "-" if not ci or ci[0] is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+
+
 # The authors' category rule, stated wherever categories are shown: an answer is judged by the
 # gold answers it contains, so a wrong answer, however confident, is "No Answer".
 NO_ANSWER_RULE = (

@@ -11,7 +11,6 @@ from typing import Literal
 
 from generation.options import option, parse_argv
 from generation.report.bootstrap import MAX_RESAMPLES
-from generation.report.outputs import ReportOptions
 from metric.ambigdocs_metric.disambig_f1 import DEFAULT_QA_MODEL
 
 DESCRIPTION = (
@@ -158,14 +157,3 @@ def check_extra_args(extra: list[str], flag: str) -> None:
         raise ValueError(f"{flag} {shlex.join(extra)!r}: not an option to pass on") from None
     except ValueError as err:
         raise ValueError(f"{flag} {shlex.join(extra)!r}: {err}") from None
-
-
-def report_options(args: EvaluateOptions) -> ReportOptions:
-    """The report steps' options from the command line."""
-    return ReportOptions(
-        score_documents=args.score_documents,
-        bootstrap=args.bootstrap,
-        seed=args.bootstrap_seed,
-        table_ci=args.table_ci,
-        html=args.report,
-    )

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from generation.io.outputs import check_replaceable, output_lock, replace_folder
 from generation.io.records import atomic_write_json, atomic_write_text
@@ -16,15 +16,16 @@ from generation.report.provenance import answer_run_settings, build_provenance
 from generation.report.slices import compute_slices
 from generation.report.tables import write_tables
 
+if TYPE_CHECKING:
+    from generation.report.options import EvaluateOptions
+
 # A folder holding anything but these (and system subfolders of them) is the user's: never
 # replaced.
 EVALUATE_FILES = frozenset(OUTPUT_FILES)
 
 
 def _evaluate_entry(path: Path) -> bool:
-    if path.name in EVALUATE_FILES:
-        return True
-    return (
+    return path.name in EVALUATE_FILES or (
         path.is_dir()
         and not path.is_symlink()
         and all(c.name in EVALUATE_FILES for c in path.iterdir())
@@ -39,7 +40,7 @@ def evaluation_folder(out_dir: Path) -> Iterator[Path]:
     staging folder that replaces `out_dir` as a whole when the block ends normally: the folder
     then holds exactly this run's files (no earlier report.html beside a new summary); after a
     failure it keeps the previous run's, untouched. Messages should name `out_dir`, not the
-    staging folder (`final_path`).
+    staging folder.
 
     Raises:
         ValueError: `out_dir` is a link or a file, or holds files evaluate does not write.
@@ -51,37 +52,13 @@ def evaluation_folder(out_dir: Path) -> Iterator[Path]:
         yield staging
 
 
-def final_path(path: Path, staging: Path, out_dir: Path) -> Path:
-    """Where a file written into the staging folder ends up after the swap."""
-    return out_dir / Path(path).relative_to(staging)
-
-
-@dataclass(frozen=True)
-class ReportOptions:
-    """The command-line options the report steps read."""
-
-    score_documents: str = "first5"
-    bootstrap: int = 1000
-    seed: int = 0
-    table_ci: bool = False
-    html: bool = False
-
-    def bootstrap_settings(self) -> dict:
-        return {
-            "resamples": self.bootstrap,
-            "seed": self.seed,
-            "level": LEVEL,
-            "method": "percentile bootstrap over examples",
-        }
-
-
 def annotate_summary(
     summary: dict,
     rows: list[dict],
     records: list[dict],
     results: Path,
     qa_model: dict,
-    options: ReportOptions,
+    options: EvaluateOptions,
 ) -> dict:
     """Adds `ci95`, `slices` and `provenance` to one file's summary (in place) and returns it.
 
@@ -89,11 +66,18 @@ def annotate_summary(
         ValueError: a malformed meta file beside the results file.
     """
     answer_run = answer_run_settings(results)
-    summary["ci95"] = bootstrap_ci(records, summary_keys(summary), options.bootstrap, options.seed)
+    seed = options.bootstrap_seed
+    summary["ci95"] = bootstrap_ci(records, summary_keys(summary), options.bootstrap, seed)
     run_setting = answer_run.get("setting") if answer_run else None
     summary["slices"] = compute_slices(rows, records, run_setting)
+    bootstrap = {
+        "resamples": options.bootstrap,
+        "seed": seed,
+        "level": LEVEL,
+        "method": "percentile bootstrap over examples",
+    }
     summary["provenance"] = build_provenance(
-        results, options.score_documents, qa_model, options.bootstrap_settings(), answer_run
+        results, options.score_documents, qa_model, bootstrap, answer_run
     )
     return summary
 
@@ -102,18 +86,11 @@ def write_report_files(
     out_dir: Path,
     columns: dict[str, dict],
     systems: dict[str, tuple[list[dict], list[dict]]],
-    options: ReportOptions,
+    options: EvaluateOptions,
 ) -> list[Path]:
-    """Writes the tables, the comparison (two or more files) and, if asked, report.html.
-
-    Args:
-        out_dir: the output folder.
-        columns: {name: summary} (annotated).
-        systems: {name: (rows, per-example records)}.
-        options: the report options.
-
-    Returns:
-        The paths written.
+    """Writes the tables, the comparison (two or more files) and, if asked, report.html, from
+    the annotated summaries {name: summary} and {name: (rows, per-example records)}; returns
+    the paths written.
 
     Raises:
         ValueError: the files cannot be compared (missing or repeated qids).
@@ -124,22 +101,21 @@ def write_report_files(
         from generation.report.compare import compare_files, format_comparison_markdown
 
         records = {name: recs for name, (_, recs) in systems.items()}
-        comparison = compare_files(records, options.bootstrap, options.seed)
+        comparison = compare_files(records, options.bootstrap, options.bootstrap_seed)
         atomic_write_json(out_dir / "comparison.json", comparison)
         atomic_write_text(out_dir / "comparison.md", format_comparison_markdown(comparison))
         paths += [out_dir / "comparison.json", out_dir / "comparison.md"]
-    if options.html:
-        from generation.report.html import write_report
+    if options.report:
+        from generation.report.html import render_report
 
-        paths.append(
-            write_report(
-                out_dir / "report.html",
-                columns=columns,
-                systems=systems,
-                comparison=comparison,
-                slices={n: s["slices"] for n, s in columns.items()},
-                provenance={n: s["provenance"] for n, s in columns.items()},
-                score_documents=options.score_documents,
-            )
+        page = render_report(
+            columns=columns,
+            systems=systems,
+            comparison=comparison,
+            slices={n: s["slices"] for n, s in columns.items()},
+            provenance={n: s["provenance"] for n, s in columns.items()},
+            score_documents=options.score_documents,
         )
+        atomic_write_text(out_dir / "report.html", page)
+        paths.append(out_dir / "report.html")
     return paths

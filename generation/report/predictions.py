@@ -1,19 +1,6 @@
-"""Predictions as researchers hold them (`{qid, answer}` records), joined with their data set.
-
-The one home of the join that `ambigdocs evaluate` and notebooks use:
-
-    from generation.io.data_sources import load_split_rows
-    from generation.report.predictions import join_predictions
-    rows = join_predictions("my_answers.jsonl", load_split_rows(config="sample"))
-
-A prediction is a JSON array element or JSONL line with `qid` and the answer under one of
-`ANSWER_FIELDS` (or a field named by `answer_field`), optionally `docs`, the documents shown (for
-K-Precision). Its other fields are kept (a `setting`, a label), except those of the data set's
-rows, which come from the data set. lm-eval's logged samples (`samples_<task>_<date>.jsonl`) are
-read as they are (`generation.lm_eval_tasks.samples`). Without a data set, each record must be a
-whole data-set row with its answer (the authors' results format, or `ambigdocs answer`'s JSONL).
-
-The joined rows are what a full-row file would hold, so the scores are the same either way.
+"""Predictions as researchers hold them (`{qid, answer}` records), joined with their data set:
+the one join that `ambigdocs evaluate` and notebooks use (README, "Scoring answers"). The joined
+rows are what a full-row file would hold, so the scores are the same either way.
 """
 
 from __future__ import annotations
@@ -49,7 +36,7 @@ def read_predictions(path: str | os.PathLike) -> list[dict]:
     except ValueError:
         _refuse_wrapped(path, _whole_json(path))  # one object over several lines
         raise
-    if records and _is_lm_eval_sample(records[0]):
+    if records and all(k in records[0] for k in ("doc_id", "doc", "filtered_resps")):  # lm-eval
         from generation.lm_eval_tasks.samples import samples_to_answers
 
         return samples_to_answers(path)
@@ -67,19 +54,11 @@ def _whole_json(path: str | os.PathLike) -> Any:
 
 def _refuse_wrapped(path: str | os.PathLike, obj: Any) -> None:
     """Refuses one object that holds the rows (`{"results": [...]}`) rather than being one."""
-    if isinstance(obj, dict) and "qid" not in obj and not _is_row(obj):
+    if isinstance(obj, dict) and "qid" not in obj and not all(f in obj for f in ROW_FIELDS):
         raise ValueError(
             f"{path}: expected a list of rows (a JSON array or JSONL), got one object with "
             f"keys {sorted(obj)[:5]}; pass the list it holds"
         )
-
-
-def _is_lm_eval_sample(record: Mapping) -> bool:
-    return "doc_id" in record and "doc" in record and "filtered_resps" in record
-
-
-def _is_row(record: Mapping) -> bool:
-    return all(field in record for field in ROW_FIELDS)
 
 
 def _where(source: str, index: int, record: Mapping) -> str:
@@ -232,12 +211,8 @@ def _full_row(record: Mapping, answer: str, source: str, index: int) -> dict:
 
 
 def index_by_qid(records: Sequence[Mapping], name: str, purpose: str) -> dict[str, dict]:
-    """The records keyed by qid (as text).
-
-    Args:
-        records: rows or per-example records.
-        name: what they are, for messages (a file, "the data set").
-        purpose: what needs the qids, for messages ("comparison").
+    """The records keyed by qid (as text); messages name them (`name`: a file, "the data set")
+    and what needs the qids (`purpose`: "comparison").
 
     Raises:
         ValueError: a record without a qid, a qid seen twice, or no record at all.

@@ -12,19 +12,10 @@ import generation
 from generation import secrets
 from generation.io.records import read_json
 from generation.io.resume import meta_path
+from generation.io.resume import sha256_file as file_sha256
 
 # Libraries whose versions can change a number in the report.
 LIBRARIES = ("numpy", "orjson", "torch", "transformers", "tokenizers", "matplotlib")
-_BLOCK = 1 << 20
-
-
-def file_sha256(path: str | Path) -> str:
-    """The SHA-256 of a file, read in blocks (results files can be large)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def folder_sha256(path: Path) -> str:
@@ -66,10 +57,8 @@ def hub_revision(repo_id: str, cache_dir: str | Path | None = None) -> str | Non
     transformers 5 no longer keeps the commit on the config; the cache names each snapshot
     folder after its commit, and `refs/main` points to the one loaded by default.
     """
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:
-        return None
+    from huggingface_hub import try_to_load_from_cache
+
     try:
         path = try_to_load_from_cache(repo_id, "config.json", cache_dir=cache_dir)
     except ValueError:  # not a valid repo id
@@ -105,15 +94,8 @@ def build_provenance(
     bootstrap: dict,
     answer_run: dict | None,
 ) -> dict:
-    """The `provenance` of one results file's summary.
-
-    Args:
-        results: the results file scored.
-        score_documents: the gold documents scored (`--score-documents`).
-        qa_model: `qa_model_record`'s record.
-        bootstrap: {"resamples", "seed", "level", "method"}.
-        answer_run: `answer_run_settings(results)`.
-    """
+    """The `provenance` of one results file's summary (docs/report.md, "Provenance"), from
+    `qa_model_record`'s record, the bootstrap settings and `answer_run_settings(results)`."""
     return {
         "toolkit_version": generation.__version__,
         "input": {"path": str(Path(results).resolve()), "sha256": file_sha256(results)},

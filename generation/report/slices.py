@@ -48,17 +48,9 @@ def settings_of(rows: Sequence[dict], run_setting: str | None) -> list[str] | No
 def compute_slices(
     rows: Sequence[dict], records: Sequence[dict], run_setting: str | None = None
 ) -> dict:
-    """The slices of one results file.
-
-    Args:
-        rows: the answered examples (for the gold documents and `setting`).
-        records: their per-example scores, in the same order.
-        run_setting: the setting recorded by `ambigdocs answer` for the whole file, if any.
-
-    Returns:
-        {"gold_documents": {bin: summary}, "setting": {...} (when known), "category": {...}};
-        each summary holds the means and `n`.
-    """
+    """The slices of one results file, from its rows, their per-example records and the
+    setting `ambigdocs answer` recorded for the whole file, if any: {"gold_documents": {bin:
+    summary}, "setting": {...} (when known), "category": {...}}, each with the means and `n`."""
     bins = [gold_bin(len(parse_reference(row, i).documents)) for i, row in enumerate(rows)]
     out = {
         "gold_documents": {

@@ -47,7 +47,7 @@ def _interval(summary: dict, key: str) -> list | None:
     return ci if ci and ci[0] is not None else None
 
 
-def _cell(
+def score_cell(
     summary: dict, key: str, fmt: str, with_ci: bool, missing: str = "-", ci: str = "{} [{}, {}]"
 ) -> str:
     """One score cell: `missing` without the score; with an interval, laid out by `ci` (the
@@ -70,7 +70,7 @@ def format_markdown(columns: dict[str, dict], with_ci: bool = False) -> str:
             lines.append(f"| *{CATEGORY_HEADER}* |" + " |" * len(names))
             in_categories = True
         name = f"&nbsp;&nbsp;{label}" if is_category else md_escape(label)
-        cells = [_cell(columns[n], key, fmt, with_ci) for n in names]
+        cells = [score_cell(columns[n], key, fmt, with_ci) for n in names]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -161,27 +161,18 @@ def format_latex(columns: dict[str, dict], with_ci: bool = False) -> str:
                 rf"\multicolumn{{{len(names) + 1}}}{{l}}{{\textit{{{CATEGORY_HEADER}}}}} \\",
             ]
             in_categories = True
-        name = r"\quad " + tex_escape(label) if is_category else _tex_label(label)
-        cells = [_cell(columns[n], key, fmt, with_ci, "--", _TEX_CI) for n in names]
+        # The only maths in a label: the answer length's |y|.
+        name = tex_escape(label).replace("(|y|)", r"($|y|$)")
+        name = r"\quad " + name if is_category else name
+        cells = [score_cell(columns[n], key, fmt, with_ci, "--", _TEX_CI) for n in names]
         lines.append(f"{name} & " + " & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
 
 
-def _tex_label(label: str) -> str:
-    # The only maths in a label: the answer length's |y|.
-    return tex_escape(label).replace("(|y|)", r"($|y|$)")
-
-
 def write_tables(columns: dict[str, dict], out_dir: Path, with_ci: bool = False) -> list[Path]:
     """Writes table.md, table.csv and table.tex into `out_dir`; returns their paths."""
-    paths = []
-    for name, text in (
-        ("table.md", format_markdown(columns, with_ci)),
-        ("table.csv", format_csv(columns, with_ci)),
-        ("table.tex", format_latex(columns, with_ci)),
-    ):
-        path = Path(out_dir) / name
-        atomic_write_text(path, text)
-        paths.append(path)
+    paths = [Path(out_dir) / name for name in ("table.md", "table.csv", "table.tex")]
+    for path, format_table in zip(paths, (format_markdown, format_csv, format_latex), strict=True):
+        atomic_write_text(path, format_table(columns, with_ci))
     return paths
