@@ -19,16 +19,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from generation.backends import loading
 from generation.backends.base import Generation
-from generation.backends.loading import (  # noqa: F401  (pick_* are re-exported)
-    GREEDY,
-    check_model_path,
-    load_model,
-    load_tokenizer,
-    pick_device,
-    pick_dtype,
-    resolve_quantization,
-)
+from generation.backends.loading import GREEDY, pick_dtype  # noqa: F401  (pick_dtype re-exported)
 from generation.prompts import Prompt
 
 
@@ -47,21 +40,70 @@ def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
-def in_length_batches(
-    encoded: Sequence[list[int]], batch_size: int, run_batch: Callable, desc: str | None
-) -> list:
-    """`run_batch` (token id lists -> one result each) over `length_sorted_batches` of
-    `encoded`; the results in input order, with a tqdm bar labelled `desc` (None: no bar)."""
-    results: list = [None] * len(encoded)
-    batches = length_sorted_batches([len(x) for x in encoded], batch_size)
-    if desc is not None:
-        from tqdm.auto import tqdm
+class PretrainedGenerator:
+    """A transformers model (`auto_class`) and its tokenizer for batched greedy generation: what
+    the hf back-end (its options are documented there) and the seq2seq models of the entailment
+    check share; `generation.backends.loading` loads them."""
 
-        batches = tqdm(batches, desc=desc, unit="batch")
-    for batch in batches:
-        for i, out in zip(batch, run_batch([encoded[i] for i in batch]), strict=True):
-            results[i] = out
-    return results
+    auto_class = "AutoModelForCausalLM"
+    padding_side = "left"  # every prompt ends where generation starts, so new tokens line up
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        batch_size: int = 8,
+        adapter: str | None = None,
+        dtype: str | None = "auto",
+        device: str | None = None,
+        tokenizer: str | None = None,
+        trust_remote_code: bool = False,
+        show_progress: bool = False,
+        quantization: str = "auto",
+    ):
+        import torch
+        import transformers
+
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        for label, name in (("model", model), ("adapter", adapter), ("tokenizer", tokenizer)):
+            if name:
+                loading.check_model_path(name, label)
+        quantization_config = loading.resolve_quantization(quantization, adapter)
+        self.model_name = str(model)
+        self.batch_size = batch_size
+        self.show_progress = show_progress
+        self.device = loading.pick_device(device)
+        self.dtype = pick_dtype(dtype, self.device)
+        self.tokenizer = loading.load_tokenizer(
+            tokenizer or self.model_name,
+            padding_side=self.padding_side,
+            trust_remote_code=trust_remote_code,
+        )
+        self.model = loading.load_model(
+            getattr(transformers, self.auto_class),
+            self.model_name,
+            dtype=self.dtype,
+            device=self.device,
+            quantization_config=quantization_config,
+            adapter=adapter,
+            trust_remote_code=trust_remote_code,
+        )
+        self._torch = torch
+
+    def in_batches(self, encoded: Sequence[list[int]], run_batch: Callable, desc: str) -> list:
+        """`run_batch` (token id lists -> one result each) over `length_sorted_batches` of
+        `encoded`; the results in input order, with a tqdm bar labelled `desc` if asked."""
+        results: list = [None] * len(encoded)
+        batches = length_sorted_batches([len(x) for x in encoded], self.batch_size)
+        if self.show_progress:
+            from tqdm.auto import tqdm
+
+            batches = tqdm(batches, desc=desc, unit="batch")
+        for batch in batches:
+            for i, out in zip(batch, run_batch([encoded[i] for i in batch]), strict=True):
+                results[i] = out
+        return results
 
 
 def tokenizer_has_chat_template(tokenizer) -> bool:
@@ -128,7 +170,7 @@ def encode_prompt(tokenizer, prompt: Prompt, model_name: str = "the model") -> l
     return tokenizer(text, add_special_tokens=isinstance(prompt, str))["input_ids"]
 
 
-class HFBackend:
+class HFBackend(PretrainedGenerator):
     """Greedy generation with a transformers causal LM, optionally with a PEFT adapter.
 
     `load_backend("hf", model, **options)` creates it; the options are the keyword arguments.
@@ -158,55 +200,6 @@ class HFBackend:
     """
 
     name = "hf"
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        batch_size: int = 8,
-        adapter: str | None = None,
-        dtype: str | None = "auto",
-        device: str | None = None,
-        tokenizer: str | None = None,
-        trust_remote_code: bool = False,
-        show_progress: bool = False,
-        quantization: str = "auto",
-    ):
-        import torch
-        from transformers import AutoModelForCausalLM
-
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        check_model_path(model, "model")
-        if adapter:
-            check_model_path(adapter, "adapter")
-        if tokenizer:
-            check_model_path(tokenizer, "tokenizer")
-        quantization_config = resolve_quantization(quantization, adapter)
-        self.model_name = str(model)
-        self.batch_size = batch_size
-        self.show_progress = show_progress
-        self.device = pick_device(device)
-        self.dtype = pick_dtype(dtype, self.device)
-        self.quantization_config = quantization_config
-        # Left padding: every prompt ends where generation starts, so new tokens line up.
-        self.tokenizer = load_tokenizer(
-            tokenizer or model, padding_side="left", trust_remote_code=trust_remote_code
-        )
-        self.model = load_model(
-            AutoModelForCausalLM,
-            self.model_name,
-            dtype=self.dtype,
-            device=self.device,
-            quantization_config=quantization_config,
-            adapter=adapter,
-            trust_remote_code=trust_remote_code,
-        )
-        self._torch = torch
-        eos = self.model.generation_config.eos_token_id
-        if eos is None:
-            eos = self.tokenizer.eos_token_id
-        self.eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
 
     @property
     def has_chat_template(self) -> bool:
@@ -242,11 +235,10 @@ class HFBackend:
         for i, ids in enumerate(encoded):
             if not ids:
                 raise ValueError(f"prompt {i}: empty after tokenisation")
-        return in_length_batches(
+        return self.in_batches(
             encoded,
-            self.batch_size,
             lambda ids: self._generate_batch(ids, max_new_tokens, return_scores),
-            "generate" if self.show_progress else None,
+            "generate",
         )
 
     def _generate_batch(
@@ -269,6 +261,10 @@ class HFBackend:
                 output_logits=return_scores,
             )
         new_tokens = out.sequences[:, input_ids.shape[1] :].tolist()
+        eos = self.model.generation_config.eos_token_id
+        if eos is None:
+            eos = self.tokenizer.eos_token_id
+        eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
         nll = None
         if return_scores:
             # logits: one (batch, vocab) tensor per step; -log p of the token actually taken,
@@ -283,7 +279,7 @@ class HFBackend:
         for row, tokens in enumerate(new_tokens):
             n, text_end = len(tokens), len(tokens)
             for k, t in enumerate(tokens):
-                if t in self.eos_ids:
+                if t in eos_ids:
                     # The EOS is generated (it counts and is scored) but is not text; what
                     # follows it is padding.
                     n, text_end = k + 1, k

@@ -1,15 +1,7 @@
 """Loading transformers models: the one home shared by the causal back-end, the seq2seq models of
-the entailment check, and `ambigdocs distill`.
-
-What lives here: the device and dtype choice, loading a tokenizer and model (optionally
-quantised, optionally with a PEFT adapter on top), and the quantisation settings an adapter was
-trained on. `ambigdocs distill` writes those settings next to the adapter
-(`BASE_QUANTIZATION_FILE`, the `BitsAndBytesConfig` built by trl's `get_quantization_config`), and
-the hf back-end reads them back, so a QLoRA adapter runs on the very base weights it was trained
-with; peft's `adapter_config.json` does not record them.
-
-Importing this module also silences one bitsandbytes message (see `quiet_bitsandbytes`), so any
-command that loads models through here, or imports it first, does not print it.
+the entailment check, and `ambigdocs distill` (device and dtype, tokenizer and model, a PEFT
+adapter on top, and the base quantisation an adapter was trained on: docs/distillation.md).
+Importing it silences one bitsandbytes message (`quiet_bitsandbytes`).
 """
 
 from __future__ import annotations
@@ -36,15 +28,8 @@ _BNB_KERNEL_LOGGER = "bitsandbytes.backends.cpu.ops"
 _BNB_KERNEL_MESSAGE = "Failed to load CPU gemm_4bit_forward from kernels-community"
 
 
-class _DropMessage(logging.Filter):
-    """Drops log records whose message starts with one given text; lets everything else pass."""
-
-    def __init__(self, prefix: str):
-        super().__init__()
-        self.prefix = prefix
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(self.prefix)
+def _not_kernel_message(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith(_BNB_KERNEL_MESSAGE)
 
 
 def quiet_bitsandbytes() -> None:
@@ -56,8 +41,8 @@ def quiet_bitsandbytes() -> None:
     every other bitsandbytes warning still shows. Idempotent.
     """
     logger = logging.getLogger(_BNB_KERNEL_LOGGER)
-    if not any(isinstance(f, _DropMessage) for f in logger.filters):
-        logger.addFilter(_DropMessage(_BNB_KERNEL_MESSAGE))
+    if _not_kernel_message not in logger.filters:
+        logger.addFilter(_not_kernel_message)
 
 
 quiet_bitsandbytes()
