@@ -1,17 +1,6 @@
-"""The one error boundary: every expected failure of a command ends in one line and status 2.
-
-Both routes to a command pass here: the `ambigdocs` dispatcher (`generation/cli.py`) and a
-module's own `main` run by `python -m` (through `generation.options.run_command`). An expected
-failure is bad input or a broken environment, anything the user can fix: a value the options or
-the data refuse (`ValueError`, which covers JSON and Unicode errors), any operating-system error
-(a missing file, a full disk, a name too long, a link loop, a read-only folder, a network that
-cannot be reached), nesting too deep for the parsers (`RecursionError`), a number out of range
-(`OverflowError`), a YAML file that does not parse, and a Hub that cannot be reached. It is
-printed as `PROG: error: MESSAGE` on one line, the real file named and every secret masked
-(`generation/secrets.py`). Anything else is a bug and keeps its traceback.
-
-This module is below every command (it imports nothing of theirs), so `options`, `io` and the
-dispatcher may all use it.
+"""The one error boundary: every expected failure of a command ends in one line and status 2, on
+both routes (the `ambigdocs` dispatcher and `python -m`); what counts as expected:
+docs/README.md, "The shared rules every command follows". It imports nothing of the commands'.
 """
 
 from __future__ import annotations

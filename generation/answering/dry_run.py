@@ -41,9 +41,9 @@ def model_input(prompt: Prompt, backend_kind: str, tokenizer=None, model_name: s
     string is sent as one user turn); for hf/vllm the text, or chat messages, with `prompt_text`
     the text the tokenizer's chat template renders from them, as the back-ends do.
 
-    When the template rejects a system turn, the back-ends move it into the user turn
-    (`generation.backends.hf.render_prompt`); `prompt` is then the messages after that move, so
-    that trl, which renders `prompt` with the same template, can render them too.
+    When the template rejects a system turn, `prompt` holds the messages after the back-ends
+    move it into the user turn (`generation.backends.hf.render_chat`), so that trl, which
+    renders `prompt` with the same template, can render them too.
 
     Raises:
         ValueError: chat messages for an open model without a tokenizer or chat template.
@@ -56,16 +56,9 @@ def model_input(prompt: Prompt, backend_kind: str, tokenizer=None, model_name: s
         return {"prompt": prompt}
     if tokenizer is None:
         raise ValueError("chat prompts for an open model need its tokenizer (chat template)")
-    from jinja2.exceptions import TemplateError
+    from generation.backends.hf import render_chat
 
-    from generation.backends.hf import merge_system_into_first_user, render_prompt
-
-    text = render_prompt(tokenizer, prompt, model_name or "the model")
-    messages = [dict(m) for m in prompt]
-    try:
-        tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    except TemplateError:
-        messages = merge_system_into_first_user(messages)
+    text, messages = render_chat(tokenizer, prompt, model_name or "the model")
     return {"prompt": messages, "prompt_text": text}
 
 

@@ -1,23 +1,6 @@
-"""Passage embeddings for `ambigdocs retrieve`: encoded in shards, or imported from NumPy files.
-
-Encoding: the passage file is cut into shards of `shard_size` consecutive passages (shard k holds
-passages k*shard_size ...); with P processes (`accelerate launch`), process r encodes the shards
-k with k % P == r. The shards depend on the file and `shard_size` only, never on P, so any
-number of processes gives the same vectors, and a merge that reads the shards in order builds
-the same index. Each finished shard is saved atomically as three files, the metadata last:
-
-    shard-00012.npy           float32 (n, dim) embeddings
-    shard-00012.offsets.npy   int64 byte offset of each passage's row in the passage file
-    shard-00012.json          the settings it was made with, and n
-
-A rerun skips shards whose metadata matches its settings (passage file and its fingerprint,
-model and the fingerprint of a local model folder, passage format, shard size), so a killed run
-loses at most the shards in progress; a shard made with other settings is refused, naming the
-differences, unless `overwrite` (which encodes everything again): the project's resume rule
-(generation/io/resume.py), kept per shard because several processes write shards at once.
-
-Import: precomputed embeddings (e.g. the GTR Wikipedia embeddings the authors used, from ALCE)
-are read from `.npy` files with `np.load(allow_pickle=False)`: nothing is ever unpickled.
+"""Passage embeddings for `ambigdocs retrieve`: encoded in shards (spread over processes, each
+saved atomically with its settings last, resumed by the project's resume rule), or imported
+from `.npy` files, never unpickled. Layout and rules: docs/answering.md, `ambigdocs retrieve`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""faiss indexes for `ambigdocs retrieve`: built from a factory string, trained on a sample.
-
-Any faiss index-factory string works (https://github.com/facebookresearch/faiss/wiki/The-index-factory):
-`Flat` (exact, float32), `SQfp16` (exact up to float16 rounding, half the memory), `HNSW32`
-(graph, no training), `IVF65536,PQ64` (inverted lists with 64-byte codes), ... The metric is
-inner product, as in the exact index the command always built. Index types that need training
-(IVF, PQ, SQ8, OPQ, ...) are trained on a uniform random sample of the vectors, drawn with a
-fixed seed so that the same vectors give the same index.
+"""faiss indexes for `ambigdocs retrieve`: any index-factory string, inner product, trained on a
+uniform sample drawn with a fixed seed (docs/answering.md, "Index types").
 """
 
 from __future__ import annotations

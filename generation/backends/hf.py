@@ -123,8 +123,12 @@ def render_prompt(tokenizer, prompt: Prompt, model_name: str = "the model") -> s
         ValueError: chat messages but the tokenizer has no chat template.
         jinja2.exceptions.TemplateError: the template fails for another reason.
     """
-    if isinstance(prompt, str):
-        return prompt
+    return prompt if isinstance(prompt, str) else render_chat(tokenizer, prompt, model_name)[0]
+
+
+def render_chat(tokenizer, prompt: Prompt, model_name: str = "the model") -> tuple[str, list]:
+    """Chat messages rendered as `render_prompt` does, and the messages rendered (after the
+    move of a rejected system turn)."""
     if not tokenizer_has_chat_template(tokenizer):
         raise ValueError(
             f"{model_name}: the tokenizer has no chat template; use plain prompts "
@@ -134,14 +138,16 @@ def render_prompt(tokenizer, prompt: Prompt, model_name: str = "the model") -> s
 
     messages = [dict(m) for m in prompt]
     try:
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return text, messages
     except TemplateError:
         # Some templates (Gemma, older Mistral-Instruct) reject a system turn; docs/pipeline.md
         # section 6 allows the instruction in "the system or first user turn", so move it there.
         merged = merge_system_into_first_user(messages)
         if merged == messages:
             raise
-        return tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
+        text = tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
+        return text, merged
 
 
 def merge_system_into_first_user(messages: list[dict]) -> list[dict]:

@@ -1,27 +1,6 @@
-"""Writing a command's outputs: safe names, whole-folder replacement, one run at a time.
-
-The one home of four guarantees every command relies on:
-
-- **Names from inputs are safe.** `safe_name` / `unique_names` turn a file stem or a system
-  name into one path component: never `.`/`..`, no separator (nor a look-alike of one), no
-  control character, nothing Windows refuses, a bounded length, and unique among the names
-  already taken (compared case-folded, as macOS and Windows do). So nothing is ever written
-  outside the output folder, and two inputs never share an output.
-- **Outputs replace the previous set as a whole.** `replace_folder` writes everything into a
-  fresh staging folder beside the target, then swaps it in: after any run, success or failure,
-  the folder holds exactly one run's files (never an earlier run's report beside a new summary,
-  never a mix after a failed write).
-- **Never through a symbolic link.** An output path (file or folder) that is a symbolic link
-  is *refused* (`refuse_unsafe_output`), never written through and never silently replaced: writing
-  through it would change a file elsewhere (perhaps not the user's), and replacing it would
-  quietly move the output off the link's target (e.g. a folder on a larger disk). Folders
-  *above* the output may be links; only the output itself is checked.
-- **One run per output.** `output_lock` takes an exclusive `flock` on a lock file beside the
-  output (`.NAME.lock`); a second run on the same output is refused in one line naming it. The
-  kernel drops the lock when its process dies, so a lock file left by a dead process is simply
-  taken over.
-
-Errors name the real output, never a temporary file (`real_name_errors`).
+"""Writing a command's outputs: safe unique names, whole-folder replacement, never through a
+symbolic link, one run per output, errors naming the real file (docs/pipeline.md, "Reading and
+writing").
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import csv
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from generation.io.records import check_utf8
@@ -25,7 +25,19 @@ csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 _LINE_BREAK = re.compile(rb"(\r\n|\r|\n)")
 
 
-def _text_lines(f, start: int, bar, where: list[int]) -> Iterator[str]:
+def _counted(lines, update: Callable[[int], object]) -> Iterator:
+    """`lines` as they are, their sizes reported to `update` (a progress bar's) in batches."""
+    pending = 0
+    for line in lines:
+        pending += len(line)
+        if pending >= 1 << 20:
+            update(pending)
+            pending = 0
+        yield line
+    update(pending)
+
+
+def _text_lines(f, start: int, update: Callable[[int], object], where: list[int]) -> Iterator[str]:
     """The binary file's lines from byte `start`, as text mode with universal newlines reads them.
 
     `where[0]` is kept at the byte offset just past the last line handed out, so that the caller
@@ -34,13 +46,9 @@ def _text_lines(f, start: int, bar, where: list[int]) -> Iterator[str]:
     would turn them, so rows parse as the authors' text-mode loader parses them.
     """
     f.seek(start)
-    offset, pending = start, 0
-    for raw in f:
+    offset = start
+    for raw in _counted(f, update):
         offset += len(raw)
-        pending += len(raw)
-        if pending >= 1 << 20:
-            bar.update(pending)
-            pending = 0
         if b"\r" not in raw:
             where[0] = offset
             yield raw.decode("utf-8")
@@ -55,7 +63,6 @@ def _text_lines(f, start: int, bar, where: list[int]) -> Iterator[str]:
         if parts[-1]:
             where[0] = offset
             yield parts[-1].decode("utf-8")
-    bar.update(pending)
 
 
 def iter_passage_rows(
@@ -131,7 +138,7 @@ def _rows(path, start: int, progress: bool, offsets: bool) -> Iterator[tuple[int
             disable=not progress,
         ) as bar,
     ):
-        lines = _text_lines(f, start, bar, where) if offsets else _counting_lines(f, bar)
+        lines = _text_lines(f, start, bar.update, where) if offsets else _counted(f, bar.update)
         reader = csv.reader(lines, delimiter="\t")
         while True:
             row_start = where[0]
@@ -155,18 +162,6 @@ def _rows(path, start: int, progress: bool, offsets: bool) -> Iterator[tuple[int
             yield row_start, row[0], row[1], row[2]
 
 
-def _counting_lines(f, bar) -> Iterator[str]:
-    """Yields the text file's lines and advances the progress bar by their size, in batches."""
-    pending = 0
-    for line in f:
-        pending += len(line)
-        if pending >= 1 << 20:
-            bar.update(pending)
-            pending = 0
-        yield line
-    bar.update(pending)
-
-
 def read_passage_at(f, offset: int) -> tuple[str, str, str]:
     """(pid, text, title) of the row that starts at byte `offset` of the open binary file `f`.
 
@@ -174,16 +169,10 @@ def read_passage_at(f, offset: int) -> tuple[str, str, str]:
         ValueError: no passage row starts there.
     """
     where = [offset]
-    row = next(csv.reader(_text_lines(f, offset, _NoBar, where), delimiter="\t"), None)
+    row = next(csv.reader(_text_lines(f, offset, lambda n: None, where), delimiter="\t"), None)
     if row is None or len(row) < 3:
         raise ValueError(f"{f.name}: no passage row starts at byte {offset}")
     return row[0], row[1], row[2]
-
-
-class _NoBar:
-    @staticmethod
-    def update(n: int) -> None:
-        pass
 
 
 def collect_passages(
