@@ -155,22 +155,10 @@ def encode_shards(
     chunk_size: int = 8192,
     progress: bool = True,
 ) -> int:
-    """Encodes this process's unfinished shards of the passage file; returns the passage count.
-
-    Args:
-        passages: the DPR TSV.
-        store: where shards go.
-        encode_documents: list of strings -> (n, dim) array.
-        shard_size: passages per shard (part of the settings: shards of another size are refused).
-        rank: this process's index among `world_size` processes.
-        world_size: number of processes sharing the work.
-        chunk_size: passages per `encode_documents` call.
-        progress: a tqdm bar over the bytes of the file.
-
-    Every process reads the whole file (parsing is cheap next to encoding) but formats and
-    encodes only the rows of its own unfinished shards. The process of rank 0 records the
-    passage count (`store.write_plan`).
-    """
+    """Encodes the unfinished shards of process `rank` of `world_size` (`encode_documents`: a
+    list of strings -> an (n, dim) array, called on `chunk_size` passages at a time); returns
+    the passage count, which rank 0 records (`store.write_plan`). Every process reads the whole
+    file (parsing is cheap next to encoding) but encodes only its own shards."""
     if shard_size < 1 or chunk_size < 1:
         raise ValueError(
             f"--shard-size and --chunk-size must be >= 1, got {shard_size}, {chunk_size}"

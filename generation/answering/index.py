@@ -110,16 +110,10 @@ def build(
     add_batch: int = 65536,
     progress: bool = True,
 ):
-    """An index of factory string `spec` holding every row of `sources`, in order.
-
-    Args:
-        spec: a faiss index-factory string.
-        sources: (n_i, dim) arrays (memory-mapped shards are fine), added in order, so that
-            vector id i is row i of their concatenation.
-        train_size: vectors in the training sample (types that need training only).
-        seed: seed of the training sample.
-        add_batch: rows converted to float32 and added at a time (bounds extra memory).
-        progress: a tqdm bar over the vectors added.
+    """An index of factory string `spec` holding every row of `sources` ((n_i, dim) arrays,
+    memory-mapped shards are fine) in order, so that vector id i is row i of their
+    concatenation; trained on `train_size` rows sampled with `seed` when its type needs it, and
+    filled `add_batch` rows at a time (bounding the extra memory).
 
     Raises:
         ValueError: no vectors, sources of different widths, a bad spec or too small a sample.

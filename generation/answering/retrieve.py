@@ -102,12 +102,10 @@ def check_output_folder(output: str) -> None:
     Raises:
         ValueError: one line naming the file.
     """
-    for folder in (Path(output), *Path(output).parents):
-        if folder.is_file():
-            what = "a file" if folder == Path(output) else f"{folder} is a file"
-            raise ValueError(f"--output {output}: {what}, not a folder")
-        if folder.is_dir():
-            return
+    folder = next((p for p in (Path(output), *Path(output).parents) if p.exists()), None)
+    if folder is not None and folder.is_file():
+        what = "a file" if folder == Path(output) else f"{folder} is a file"
+        raise ValueError(f"--output {output}: {what}, not a folder")
 
 
 # --- the encoder ------------------------------------------------------------------------------

@@ -1,17 +1,7 @@
-"""The transformers back-end: batched greedy generation with left padding.
-
-Why it is faster than the authors' loop (one `generate` call per example): prompts are sorted by
-token length and cut into batches of similar length, so a batch carries little padding; the
-results are put back in input order.
-
-Why greedy outputs do not depend on the batch size: with left padding, the attention mask hides
-the pads and `generate` derives the position ids from the mask (cumsum - 1), so a padded prompt
-sees exactly the positions and keys it would see alone. What remains are rounding differences of
-the order of 1e-7 (float32) between matrix products of different shapes; they can flip a greedy
-token only when two logits tie to that precision. The back-end therefore computes in float32 on
-CPU by default, and `tests/test_backends_hf.py` checks that batch sizes 1, 2 and 5 give the same
-tokens on the tiny Llama. On GPUs in bfloat16 the rounding is ~1e-3 and rare flips are possible;
-pass `dtype="float32"` when exact batch-size independence matters more than speed.
+"""The transformers back-end: batched greedy generation with left padding, prompts sorted by
+token length into batches of similar length (little padding; results back in input order).
+Why greedy answers do not depend on the batch size (and when they may): docs/answering.md,
+"Batch-size independence of greedy answers".
 """
 
 from __future__ import annotations
@@ -195,14 +185,11 @@ class HFBackend(PretrainedGenerator):
         trust_remote_code: passed to `from_pretrained`.
         show_progress: a tqdm bar over batches inside one `generate` call.
         quantization: how the base model's weights are loaded. `auto` (default): as the adapter
-            was trained (the bitsandbytes settings `ambigdocs distill` records in the adapter
-            folder, `base_quantization_config.json`), unquantised when there is no adapter or it
-            records none; `adapter`: the recorded settings, an error without them; `none`:
-            unquantised (a QLoRA adapter then runs on full-precision base weights).
+            was trained (the settings `ambigdocs distill` records in the adapter folder),
+            unquantised without them; `adapter`: the recorded settings, an error without them;
+            `none`: unquantised (see `loading.resolve_quantization`).
 
-    Prompts: a plain string is tokenised as is (with the tokenizer's special tokens such as
-    BOS); a list of chat messages is rendered with the tokenizer's chat template (with the
-    generation prompt) and then tokenised without adding special tokens again.
+    Prompts are tokenised by `encode_prompt`.
     """
 
     name = "hf"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import random
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
@@ -149,19 +148,15 @@ class OpenAIBackend:
         """
         if not prompts:
             return []
+        from tqdm.auto import tqdm
+
         results: list[Generation | None] = [None] * len(prompts)
-        bar = None
-        if self.show_progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=len(prompts), desc="requests", unit="req")
-
+        bar = tqdm(total=len(prompts), desc="requests", unit="req", disable=not self.show_progress)
         stop = threading.Event()
 
         def work(i: int) -> None:
             results[i] = self._one(i, prompts[i], max_new_tokens, return_scores, stop)
-            if bar is not None:
-                bar.update(1)
+            bar.update(1)
 
         pool = ThreadPoolExecutor(max_workers=self.max_concurrency)
         try:
@@ -175,8 +170,7 @@ class OpenAIBackend:
             # flight, rather than sit through every other retry sequence first.
             stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
-            if bar is not None:
-                bar.close()
+            bar.close()
         return results  # type: ignore[return-value]
 
     def _one(
@@ -185,7 +179,7 @@ class OpenAIBackend:
         prompt: Prompt,
         max_new_tokens: int,
         return_scores: bool,
-        stop: threading.Event | None = None,
+        stop: threading.Event,
     ):
         openai = self._openai
         request = {"model": self.model_name, "messages": to_messages(prompt)}
@@ -212,10 +206,7 @@ class OpenAIBackend:
                 raise ServiceError(
                     f"prompt {index}: gave up after {self.max_retries + 1} tries ({reason})"
                 )
-            delay = self._backoff(attempt, retry_after)
-            if stop is None:
-                time.sleep(delay)
-            elif stop.wait(delay):  # another request failed for good: give up quietly
+            if stop.wait(self._backoff(attempt, retry_after)):  # another request failed for good
                 raise ServiceError(f"prompt {index}: cancelled after another request failed")
         raise AssertionError("unreachable")
 

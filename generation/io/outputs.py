@@ -10,6 +10,7 @@ import errno
 import fcntl
 import glob
 import hashlib
+import itertools
 import os
 import re
 import shutil
@@ -80,13 +81,10 @@ def safe_name(text: str, taken: Collection[str] = (), *, max_bytes: int = MAX_NA
     used = {t.casefold() for t in taken}
     if base.casefold() not in used:
         return base
-    n = 2
-    while True:
-        suffix = f"-{n}"
-        name = _truncate(base, max_bytes - len(suffix)) + suffix
+    for n in itertools.count(2):
+        name = _truncate(base, max_bytes - len(f"-{n}")) + f"-{n}"
         if name.casefold() not in used:
             return name
-        n += 1
 
 
 def unique_names(

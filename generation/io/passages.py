@@ -68,15 +68,9 @@ def _text_lines(f, start: int, update: Callable[[int], object], where: list[int]
 def iter_passage_rows(
     path: str | os.PathLike, start: int = 0, progress: bool = True
 ) -> Iterator[tuple[int, str, str, str]]:
-    """Yields (byte offset, pid, text, title) for every passage row of a DPR-style TSV.
-
-    Retrieval keeps the offsets to read its hits back with `read_passage_at` instead of holding
-    21M passages in memory. Rows are those `iter_passages` yields.
-
-    Args:
-        path: the TSV file.
-        start: the byte offset of a row to start from (0: the file's beginning).
-        progress: show a progress bar over the bytes read.
+    """Yields (byte offset, pid, text, title) for every passage row of a DPR-style TSV from
+    the row at byte `start`: the rows of `iter_passages`, with the offsets retrieval keeps to
+    read its hits back (`read_passage_at`) instead of holding 21M passages in memory.
 
     Raises:
         ValueError: a row has fewer than 3 fields, or the file is not UTF-8; the message names
@@ -87,10 +81,6 @@ def iter_passage_rows(
 
 def iter_passages(path: str | os.PathLike, progress: bool = True) -> Iterator[tuple[str, str, str]]:
     """Yields (pid, text, title) for every passage row of a DPR-style TSV, in file order.
-
-    Args:
-        path: the TSV file.
-        progress: show a progress bar (over bytes read; characters, for speed).
 
     Raises:
         ValueError: a row has fewer than 3 fields, or the file is not UTF-8 (the message names
