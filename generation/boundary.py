@@ -103,20 +103,9 @@ def report(prog: str, err: BaseException) -> int:
 
 
 def guard(prog: str, call: Callable[[], Any], argv: Sequence[str] = ()) -> int:
-    """Runs `call()`, ending an expected failure in one line (see the module docstring).
-
-    Args:
-        prog: the command's name, the start of the error line.
-        call: the command; its result is the exit status when it is an int (else 0).
-        argv: the command's arguments, whose secret values are masked in any message.
-
-    Returns:
-        The exit status: `call`'s, 2 for an expected failure, 1 for a `ServiceError`, 130 when
-        interrupted (Ctrl-C).
-
-    Raises:
-        Anything that is not an expected failure (a bug), unchanged.
-    """
+    """Runs `call()` (its result is the exit status when it is an int, else 0), ending an
+    expected failure in one line that starts with `prog` (2; 1 for a `ServiceError`; 130 when
+    interrupted), the secret values of `argv` masked. A bug is raised unchanged."""
     secrets.remember_options(list(argv))
     # Without a network, a Hub request fails in seconds rather than after a minute of retries
     # (the metric's home for it: its QA model loading uses the same check).

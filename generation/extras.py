@@ -55,14 +55,10 @@ def _installed(name: str) -> bool:
 def require(extra: str, *modules: str, what: str | None = None) -> None:
     """Checks that the modules of `extra` (or only `modules`, a part of it) are installed.
 
-    Args:
-        extra: a key of `EXTRAS`.
-        modules: the import names actually needed (default: all of the extra's).
-        what: the feature that needs them, for the message (default: the extra's name).
-
     Raises:
-        MissingExtraError: one or more are missing; the message names the extra to install.
-        KeyError: `extra` is not an extra (a programming error).
+        MissingExtraError: one or more are missing; the message names `what` needs them and the
+            extra to install.
+        KeyError: `extra` is not an extra, or `modules` not in it (a programming error).
     """
     needed = modules or EXTRAS[extra]
     if not set(needed) <= set(EXTRAS[extra]):

@@ -107,15 +107,8 @@ def strip_url(url: str | None) -> str | None:
 
 
 def scrub(value: Any) -> Any:
-    """A copy of settings fit to record: values under secret names become `***`, URLs lose
-    their user info, and secrets inside strings are masked; at any depth.
-
-    Args:
-        value: a mapping, list, string or scalar (options, a config, a meta record).
-
-    Returns:
-        The same structure without secrets (scalars other than strings unchanged).
-    """
+    """A copy of settings (a mapping, list, string or scalar, at any depth) fit to record: values
+    under secret names become `***`, URLs lose their user info, secrets in strings are masked."""
     if isinstance(value, Mapping):
         return {
             k: (MASK if is_secret_key(k) and v not in (None, "") else scrub(v))

@@ -1,15 +1,6 @@
-"""`ambigdocs answer --dry-run`: the exact model inputs of a run, without a model or a request.
-
-Each example's row in the dry-run file holds the data set's row (without `retrieved`), the
-documents shown (`docs`), and `prompt`, what the back-end receives: the text an open model (hf,
-vllm) tokenises (its BOS is added by the tokenizer and is not part of the text, except where a
-chat template writes it), or a list of chat messages (the chat format, and always for openai:
-the list the API is sent). For chat messages to an open model, `prompt_text` is the text its
-chat template renders. The rows are a dataset trl reads as it is (`prompt`, conversational or
-not, plus the columns the rewards in `generation/rewards.py` need: docs/training.md). Chat
-prompts for open models need the tokenizer; that is the only thing a dry run may load, and only
-for `--prompt-format chat` (or no format given).
-"""
+"""`ambigdocs answer --dry-run`: the exact model inputs of a run (`prompt`, and `prompt_text` for
+chat messages to an open model), without a model or a request; only the tokenizer may load, for
+chat prompts. The rows: docs/answering.md, "Dry run: the exact model inputs"."""
 
 from __future__ import annotations
 

@@ -33,16 +33,9 @@ def passages_identity(path: str | os.PathLike) -> dict:
 
 
 class ShardStore:
-    """The embedding shards of one passage file and model, in `folder`.
-
-    Args:
-        folder: where the shards are (created when needed).
-        settings: what the shards must have been made with (JSON-serialisable).
-        overwrite: discard shards instead of refusing those made with other settings.
-
-    Raises:
-        ValueError: (without `overwrite`) a shard in `folder` was made with other settings.
-    """
+    """The embedding shards of one passage file and model in `folder`, made with `settings`
+    (JSON-serialisable); `overwrite` discards shards made with other settings instead of refusing
+    them (ResumeRefused)."""
 
     def __init__(self, folder: str | os.PathLike, settings: dict, overwrite: bool = False):
         self.folder = Path(folder)

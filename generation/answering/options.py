@@ -1,11 +1,5 @@
 """The options of `ambigdocs answer` (and the data options `ambigdocs retrieve` shares), as typed
-dataclasses parsed the project's one way (`generation/options.py`: values type-checked, one-line
-errors).
-
-Each field is one flag (`data_dir` -> `--data-dir`, also `--data_dir`); its `help` metadata is the
-flag's help. `--args-file FILE.yaml` reads the same options from YAML (keys are field names); a
-flag given on the command line always wins over the file.
-"""
+dataclasses parsed the project's one way (`generation/options.py`); each field is one flag."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""The files of an `ambigdocs answer` run: the output, its shards, its settings, and resuming.
-
-- `OUTPUT`: the answers (JSONL, one finished example a line);
-- `OUTPUT.part<rank>.jsonl`: each process's shard under `accelerate launch`, merged into OUTPUT
-  at the end;
-- `OUTPUT.meta.json`: the run's settings and input fingerprints, checked by the project's resume
-  rule (`generation.io.resume.check_settings`) before a run continues an output.
-"""
+"""The files of an `ambigdocs answer` run: OUTPUT (the answers, JSONL), each process's shard
+`OUTPUT.part<rank>.jsonl` (merged into OUTPUT at the end) and the settings `OUTPUT.meta.json`."""
 
 from __future__ import annotations
 

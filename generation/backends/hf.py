@@ -169,8 +169,6 @@ def encode_prompt(tokenizer, prompt: Prompt, model_name: str = "the model") -> l
 class HFBackend(PretrainedGenerator):
     """Greedy generation with a transformers causal LM, optionally with a PEFT adapter.
 
-    `load_backend("hf", model, **options)` creates it; the options are the keyword arguments.
-
     Args:
         model: a local folder or Hub id of a causal LM (and its tokenizer).
         batch_size: prompts per `generate` call (default 8); batches group prompts of similar
@@ -210,18 +208,10 @@ class HFBackend(PretrainedGenerator):
     def generate(
         self, prompts: Sequence[Prompt], *, max_new_tokens: int, return_scores: bool = False
     ) -> list[Generation]:
-        """Greedy continuations, one per prompt, in input order.
-
-        Args:
-            prompts: plain strings or chat message lists.
-            max_new_tokens: the generation budget per prompt.
-            return_scores: also fill `Generation.mean_nll`, the mean over generated tokens
-                (up to and including the first EOS; later pads excluded) of -log p(token)
-                under the model's raw (unprocessed) distribution.
-
-        Returns:
-            One `Generation` per prompt, in input order.
-        """
+        """Greedy continuations of at most `max_new_tokens`, one per prompt (plain strings or chat
+        message lists), in input order; with `return_scores`, `Generation.mean_nll` is the mean of
+        -log p(token) under the model's raw (unprocessed) distribution over the generated tokens, up
+        to and including the first EOS (later pads excluded)."""
         if not prompts:
             return []
         encoded = self.encode(prompts)
@@ -253,7 +243,7 @@ class HFBackend(PretrainedGenerator):
                 return_dict_in_generate=True,
                 output_logits=return_scores,
             )
-        new_tokens = out.sequences[:, input_ids.shape[1] :].tolist()
+        taken = out.sequences[:, input_ids.shape[1] :]
         eos = self.model.generation_config.eos_token_id
         if eos is None:
             eos = self.tokenizer.eos_token_id
@@ -262,25 +252,19 @@ class HFBackend(PretrainedGenerator):
         if return_scores:
             # logits: one (batch, vocab) tensor per step; -log p of the token actually taken,
             # step by step so that no (batch, steps, vocab) copy is made.
-            taken = out.sequences[:, input_ids.shape[1] :]
             steps = [
                 -torch.log_softmax(step.float(), dim=-1).gather(-1, taken[:, k : k + 1])[:, 0]
                 for k, step in enumerate(out.logits)
             ]
             nll = torch.stack(steps, dim=1).tolist()
         results = []
-        for row, tokens in enumerate(new_tokens):
-            n, text_end = len(tokens), len(tokens)
-            for k, t in enumerate(tokens):
-                if t in eos_ids:
-                    # The EOS is generated (it counts and is scored) but is not text; what
-                    # follows it is padding.
-                    n, text_end = k + 1, k
-                    break
+        for row, tokens in enumerate(taken.tolist()):
+            # The first EOS is generated (it counts and is scored) but is not text; what follows
+            # it is padding.
+            text_end = next((k for k, t in enumerate(tokens) if t in eos_ids), len(tokens))
+            n = min(text_end + 1, len(tokens))
             text = self.tokenizer.decode(tokens[:text_end], skip_special_tokens=True)
-            mean_nll = None
-            if nll is not None:
-                mean_nll = math.fsum(nll[row][:n]) / n if n else 0.0
+            mean_nll = None if nll is None else (math.fsum(nll[row][:n]) / n if n else 0.0)
             results.append(Generation(text=text, num_tokens=n, mean_nll=mean_nll))
         return results
 

@@ -1,11 +1,6 @@
-"""The OpenAI back-end: GPT-4 / GPT-3.5 as in the paper, or any OpenAI-compatible server.
-
-Requests run concurrently (a thread pool of `max_concurrency`), each retried with exponential
-backoff and jitter on 429, 5xx, timeouts and connection errors (a `Retry-After` header, when the
-server sends one, sets the wait). Other errors (400, 401, 404...) fail at once: retrying cannot
-fix them. The key comes from `api_key=` or `OPENAI_API_KEY` and is never printed: error messages
-carry the status and the server's message, not the request headers.
-"""
+"""The OpenAI back-end: GPT-4 / GPT-3.5 as in the paper, or any OpenAI-compatible server; requests
+concurrent, retried with backoff and jitter where a retry can help, the key never printed
+(docs/answering.md, "Back-ends")."""
 
 from __future__ import annotations
 
@@ -49,8 +44,6 @@ def decoding_options(decoding: str) -> dict:
 
 class OpenAIBackend:
     """Greedy (temperature 0, by default) chat completions through the `openai` client.
-
-    `load_backend("openai", model, **options)` creates it; the options are the keyword arguments.
 
     Args:
         model: the API model name (`gpt-4`, `gpt-3.5-turbo`, or the server's model id).

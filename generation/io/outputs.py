@@ -62,21 +62,12 @@ def _truncate(name: str, max_bytes: int) -> str:
 
 
 def safe_name(text: str, taken: Collection[str] = (), *, max_bytes: int = MAX_NAME_BYTES) -> str:
-    """A safe path component made from `text`, unique among `taken`.
+    """A safe path component made from `text` (a file stem, a system name), unique among `taken`.
 
     The text is kept when it is already safe (readable names); otherwise each unsafe character
     becomes `_`, leading dots and dashes become `_`, a Windows device name gets a `_` prefix, and
-    the name is cut to `max_bytes`. A name in `taken` (compared case-folded) gets the first free
-    suffix `-2`, `-3`, ...; the result is deterministic.
-
-    Args:
-        text: the input (a file stem, a system name).
-        taken: names already in use (other outputs, fixed files such as `summary.json`).
-        max_bytes: the longest result, in UTF-8 bytes.
-
-    Returns:
-        The name; `text` itself when it is safe and free.
-    """
+    the name is cut to `max_bytes` (UTF-8). A name in `taken` (compared case-folded) gets the first
+    free suffix `-2`, `-3`, ...; the result is deterministic."""
     base = _clean(text, max_bytes)
     used = {t.casefold() for t in taken}
     if base.casefold() not in used:
@@ -90,16 +81,9 @@ def safe_name(text: str, taken: Collection[str] = (), *, max_bytes: int = MAX_NA
 def unique_names(
     texts: Iterable[str], reserved: Collection[str] = (), *, max_bytes: int = MAX_NAME_BYTES
 ) -> list[str]:
-    """Safe, distinct names for several inputs, in their order (see `safe_name`).
-
-    The first input of each cleaned name keeps it; later ones with the same name get a suffix
-    that no other input's name uses (so `a`, `a`, `a-2` become `a`, `a-3`, `a-2`).
-
-    Args:
-        texts: the inputs.
-        reserved: names no result may take (the command's fixed files), compared case-folded.
-        max_bytes: the longest result, in UTF-8 bytes.
-    """
+    """Safe, distinct names for several inputs, in their order (see `safe_name`; `reserved`: the
+    command's fixed files). The first input of each cleaned name keeps it; later ones get a suffix
+    that no other input's name uses (so `a`, `a`, `a-2` become `a`, `a-3`, `a-2`)."""
     bases = [_clean(t, max_bytes) for t in texts]
     taken = {r.casefold() for r in reserved}
     names: list[str | None] = [None] * len(bases)
@@ -148,12 +132,9 @@ def check_output_file(path: str | os.PathLike, what: str) -> None:
     """Checks, before any work, that a file can be written at `path`: not a folder, no file
     where one of its folders should be, and the nearest existing folder writable.
 
-    Args:
-        path: the output file.
-        what: how messages name it (`--output out.jsonl`).
-
     Raises:
-        ValueError: names `what` and what is in the way.
+        ValueError: names `what` (how messages name the output: `--output out.jsonl`) and what
+            is in the way.
     """
     path = Path(path)
     if path.is_dir():
@@ -168,18 +149,10 @@ def check_output_file(path: str | os.PathLike, what: str) -> None:
 
 
 def refuse_unsafe_output(path: str | os.PathLike, what: str | None = None) -> None:
-    """Refuses an output path that is a symbolic link (see the module docstring for why), or an
-    existing device, pipe or socket: an atomic write would replace `/dev/null` or a FIFO with a
-    regular file, and an append would write into whatever reads it.
-
-    Args:
-        path: the output file or folder.
-        what: how the message names it (e.g. `--output runs/a.jsonl`); the path by default.
-
-    Raises:
-        ValueError: `path` is a symbolic link (dangling or not), or neither a regular file nor
-            a folder.
-    """
+    """Refuses (a ValueError naming `what`, by default the path) an output file or folder that
+    is a symbolic link, dangling or not (docs/pipeline.md §0 says why), or an existing device,
+    pipe or socket: an atomic write would replace `/dev/null` or a FIFO with a regular file,
+    and an append would write into whatever reads it."""
     if os.path.islink(path):
         raise ValueError(
             f"{what or path}: is a symbolic link (to {os.readlink(path)}); outputs are never "
@@ -197,16 +170,9 @@ def refuse_unsafe_output(path: str | os.PathLike, what: str | None = None) -> No
 
 
 def check_distinct_outputs(outputs: dict[str, str | os.PathLike | None]) -> None:
-    """Refuses two outputs of one run that are one file: the second write would replace the
-    first (an export written over the resumable answers, or over their settings file).
-
-    Args:
-        outputs: how each output is named in messages (`--export-json`) -> its path; None
-            entries (options not given) are skipped.
-
-    Raises:
-        ValueError: names both outputs.
-    """
+    """Refuses (a ValueError naming both) two outputs of one run that are one file: the second
+    write would replace the first. `outputs` maps how each is named in messages
+    (`--export-json`) to its path; None entries (options not given) are skipped."""
     seen: dict[str, str] = {}
     for what, path in outputs.items():
         if path is None:
@@ -277,12 +243,9 @@ def output_lock(path: str | os.PathLike, what: str | None = None) -> Iterator[No
     dies, so a lock file left by a dead process is taken over. Not re-entrant: take it once per
     run (child processes of the run must not take it again).
 
-    Args:
-        path: the output.
-        what: how the message names the output (e.g. `--output runs/a.jsonl`).
-
     Raises:
-        OutputBusy: another live process holds the lock; one line naming the output and pid.
+        OutputBusy: another live process holds the lock; one line naming the output (`what`,
+            e.g. `--output runs/a.jsonl`; the path by default) and the pid.
         OSError: the lock file cannot be made (e.g. a read-only folder), naming it.
     """
     lock = lock_path(path)
@@ -330,17 +293,15 @@ def hold_lock(path: str | os.PathLike, what: str | None = None) -> None:
         OutputBusy: another process holds the lock.
     """
     key = Path(path).absolute()
-    if key in _HELD:
-        return
-    stack = contextlib.ExitStack()
-    stack.enter_context(output_lock(path, what))
-    _HELD[key] = stack
+    if key not in _HELD:
+        stack = contextlib.ExitStack()
+        stack.enter_context(output_lock(path, what))
+        _HELD[key] = stack
 
 
 def release_lock(path: str | os.PathLike) -> None:
     """Releases a lock taken with `hold_lock` (nothing if this process does not hold it)."""
-    stack = _HELD.pop(Path(path).absolute(), None)
-    if stack is not None:
+    if (stack := _HELD.pop(Path(path).absolute(), None)) is not None:
         stack.close()
 
 

@@ -173,20 +173,14 @@ def check_kept_rows(
     key: str,
     what: str,
 ) -> None:
-    """Re-checks every kept row of resumed work against the run, before any of it is kept: a
-    row that contradicts it (a file two runs wrote into) is refused, not silently kept or
-    dropped, since which rows are stale cannot be told from one row. A field the row does not
-    record contradicts nothing.
-
-    Args:
-        rows: the kept rows.
-        run: the run's own values of the fields each row records (e.g. model, setting, seed).
-        known: the keys of the data (every row of it, not only this run's `--limit`).
-        key: the rows' key field (`qid`).
-        what: the file, as the message names it.
+    """Re-checks every kept row of resumed work against `run` (the run's own values of the fields
+    each row records) and `known` (every `key` of the data, not only this run's `--limit`): a row
+    that contradicts them (a file two runs wrote into) is refused, not silently kept or dropped,
+    since which rows are stale cannot be told from one row. A field the row does not record
+    contradicts nothing.
 
     Raises:
-        ResumeRefused: one line naming the file, the row's key, the field and both values.
+        ResumeRefused: one line naming the file (`what`), the row's key, the field and both values.
     """
     run = normalise(run)
     for row in rows:
