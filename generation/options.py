@@ -281,12 +281,7 @@ def run_command(
     run: Callable[..., Any],
     argv: Sequence[str] | None,
 ) -> int:
-    """Parses `argv` into the option dataclasses and calls `run(*options)`, inside the error
-    boundary (`generation/boundary.py`): bad input ends with one line and exit status 2, by
-    `ambigdocs` and by `python -m` alike.
-
-    Returns:
-        `run`'s result when it is an exit status (an int), else 0.
-    """
+    """Parses `argv` into the option dataclasses and calls `run(*options)` inside the error
+    boundary (`generation/boundary.py`); the exit status is `run`'s when it returns an int, else 0."""
     argv = list(sys.argv[1:] if argv is None else argv)
     return guard(prog, lambda: run(*parse_argv(prog, description, option_types, argv)), argv)

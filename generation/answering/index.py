@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
@@ -164,9 +163,8 @@ def write(index, path: str | os.PathLike) -> None:
     atomic_write_binary(path, lambda f: faiss.write_index(index, faiss.PyCallbackIOWriter(f.write)))
 
 
-def read(path: str | os.PathLike, mmap: bool = False):
-    """Loads an index saved by `write`; `mmap` maps it from disk instead of reading it whole."""
+def read(path: str | os.PathLike):
+    """Loads an index saved by `write`."""
     import faiss
 
-    flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
-    return faiss.read_index(str(Path(path)), flags)
+    return faiss.read_index(str(path))

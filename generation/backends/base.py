@@ -137,12 +137,8 @@ def parse_backend_options(pairs: Sequence[str]) -> dict:
 
 
 def load_backend(kind: str, model: str, **options) -> Backend:
-    """Creates a back-end by name, importing only that back-end's module.
-
-    Args:
-        kind: `hf`, `vllm` or `openai`.
-        model: a local path or Hub id (hf, vllm), or the API model name (openai).
-        **options: back-end specific (batch size, adapter, dtype, base URL, concurrency, ...).
+    """Creates a back-end by name (`hf`, `vllm`, `openai`), importing only that back-end's
+    module; `model` and the back-end specific `options` are its class's arguments.
 
     Raises:
         ValueError: unknown kind, or its extra is not installed (`MissingExtraError`).

@@ -171,19 +171,17 @@ class HFBackend(PretrainedGenerator):
 
     Args:
         model: a local folder or Hub id of a causal LM (and its tokenizer).
-        batch_size: prompts per `generate` call (default 8); batches group prompts of similar
-            token length.
+        batch_size: prompts per `generate` call; batches group prompts of similar token length.
         adapter: a PEFT adapter folder (e.g. `ambigdocs distill` output) loaded on top of the
-            base model; None for the base model alone.
-        dtype: `auto` (default: bfloat16/float16 on accelerators, float32 on CPU), `float32`,
-            `float16` or `bfloat16`.
+            base model.
+        dtype: `auto` (bfloat16/float16 on accelerators, float32 on CPU), `float32`, `float16`
+            or `bfloat16`.
         device: `cuda`, `cuda:1`, `mps`, `cpu`...; default the first available of cuda, mps, cpu.
         tokenizer: a tokenizer folder or id when it differs from `model` (e.g. an adapter
             folder that saved its tokenizer).
-        trust_remote_code: passed to `from_pretrained`.
         show_progress: a tqdm bar over batches inside one `generate` call.
-        quantization: how the base model's weights are loaded. `auto` (default): as the adapter
-            was trained (the settings `ambigdocs distill` records in the adapter folder),
+        quantization: how the base model's weights are loaded. `auto`: as the adapter was
+            trained (the settings `ambigdocs distill` records in the adapter folder),
             unquantised without them; `adapter`: the recorded settings, an error without them;
             `none`: unquantised (see `loading.resolve_quantization`).
 

@@ -50,22 +50,18 @@ class OpenAIBackend:
         base_url: an OpenAI-compatible server (e.g. `http://localhost:8000/v1` for `vllm serve`);
             default the OpenAI API (or `OPENAI_BASE_URL`).
         api_key: default `OPENAI_API_KEY`; required for the OpenAI API, optional with base_url.
-        max_concurrency: requests in flight at once (default 8).
-        max_retries: retries per request after the first try (default 6).
-        backoff_base: seconds before the first retry, doubled each time up to `backoff_max`
-            (default 1.0 and 60.0), times a random factor in [0.5, 1.5).
-        timeout: seconds per request (default 120).
-        max_tokens_param: `max_tokens` (default, what compatible servers accept) or
+        max_retries: retries per request after the first try.
+        backoff_base: seconds before the first retry, doubled each time up to `backoff_max`,
+            times a random factor in [0.5, 1.5).
+        max_tokens_param: `max_tokens` (what compatible servers accept) or
             `max_completion_tokens` (what newer OpenAI models require); `none` (or None) sends
             no token limit, as the authors' script did.
-        temperature: sent with every request (default 0, greedy as the paper says); None sends
-            none, so the API's default applies (OpenAI: sampling at temperature 1), as the
-            authors' script did.
+        temperature: sent with every request; None sends none, so the API's default applies
+            (OpenAI: sampling at temperature 1), as the authors' script did.
         seed: passed to the API (best-effort determinism); None to omit.
-        show_progress: a tqdm bar over requests.
 
-    Prompts: chat messages are sent as they are; a plain string becomes one user message.
-    `return_scores=True` asks for log-probabilities and fills `Generation.mean_nll`.
+    Chat messages are sent as they are, a plain string as one user message; `return_scores=True`
+    asks for log-probabilities and fills `Generation.mean_nll`.
     """
 
     name = "openai"

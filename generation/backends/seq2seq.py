@@ -11,14 +11,7 @@ from generation.backends.hf import GREEDY, PretrainedGenerator
 
 
 class Seq2SeqGenerator(PretrainedGenerator):
-    """Greedy, batched generation with a seq2seq model.
-
-    Args:
-        model: a local folder or Hub id of a seq2seq model and its tokenizer.
-        batch_size: inputs per `generate` call; batches group inputs of similar length.
-        dtype: `auto` (bfloat16/float16 on accelerators, float32 on CPU) or a dtype name.
-        device: `cuda`, `cpu`, ...; default the first available.
-        show_progress: a tqdm bar over batches.
+    """Greedy, batched generation with a seq2seq model (its options: those of `HFBackend`).
 
     Raises:
         ValueError: batch_size < 1 or an unknown dtype.

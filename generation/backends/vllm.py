@@ -50,16 +50,14 @@ def mean_nll(token_ids: Sequence[int], logprobs) -> float | None:
 
 
 class VLLMBackend:
-    """Greedy generation with vLLM, optionally with a LoRA adapter.
+    """Greedy generation with vLLM, optionally with a PEFT LoRA `adapter` (vLLM's LoRA support).
 
     Args:
-        model: a local folder or Hub id.
-        adapter: a PEFT LoRA adapter folder, served through vLLM's LoRA support.
         dtype: `auto` (vLLM picks), `float16`, `bfloat16`, `float32`.
-        tensor_parallel_size: GPUs per model (default 1).
-        gpu_memory_utilization: share of GPU memory vLLM may take (default 0.9).
+        tensor_parallel_size: GPUs per model.
+        gpu_memory_utilization: share of GPU memory vLLM may take.
         max_model_len: context length cap (default the model's).
-        max_lora_rank: the largest adapter rank vLLM reserves room for (default 64).
+        max_lora_rank: the largest adapter rank vLLM reserves room for.
         seed: vLLM's engine and request seed (greedy does not depend on it).
         batch_size: ignored (vLLM batches itself); accepted for a uniform CLI.
         **engine_kwargs: passed to `vllm.LLM` as they are (e.g. `enforce_eager=True`).

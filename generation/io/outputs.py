@@ -356,16 +356,10 @@ def replace_folder(
     """Yields an empty staging folder; when the block ends normally it replaces `target`.
 
     Write every output file into the staging folder (`.NAME.tmp-*`, a sibling of `target`, so
-    the swap is a rename on one file system). On success the old folder is moved aside, the
-    staging folder takes its name and the old one is removed; if the block or the swap fails,
-    the staging folder is removed and `target` keeps the previous run's files, untouched.
-    Leftovers of an interrupted earlier run are removed first.
-
-    Args:
-        target: the output folder.
-        owned: see `check_replaceable`.
-        what, whose: how messages name the folder and its files.
-        mode: the new folder's mode; by default what a plain mkdir gives (0777 less the umask).
+    the swap is a rename on one file system); if the block or the swap fails, `target` keeps the
+    previous run's files, untouched. Leftovers of an interrupted earlier run are removed first.
+    `owned`, `what` and `whose` are `check_replaceable`'s; `mode` is the new folder's (by default
+    what a plain mkdir gives).
 
     Raises:
         ValueError: see `check_replaceable`.

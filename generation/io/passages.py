@@ -171,21 +171,16 @@ def collect_passages(
     max_per_title: int = 20,
     progress: bool = True,
 ) -> tuple[dict[str, list[tuple[str, str]]], dict[str, int]]:
-    """The passages of the wanted titles, in file order, for titles with few enough of them.
-
-    Args:
-        path: the DPR-style TSV.
-        titles: the titles to keep (exact match with the file's title column).
-        max_per_title: titles with more passages than this are dropped (docs/pipeline.md §1: 20).
-        progress: show a progress bar.
-
-    Raises:
-        ValueError: the file holds no passage row, or a malformed one (see `iter_passages`).
+    """The passages of the wanted `titles` (exact match with the file's title column), in file
+    order, for titles with at most `max_per_title` of them (docs/pipeline.md §1: 20).
 
     Returns:
         (kept, counts): kept maps each wanted title with 1..max_per_title passages to its
         [(pid, text), ...] in file order; counts maps every wanted title found to its number of
         passages (for the statistics).
+
+    Raises:
+        ValueError: the file holds no passage row, or a malformed one (see `iter_passages`).
     """
     wanted = set(titles)
     held: dict[str, list[tuple[str, str]]] = {}

@@ -226,19 +226,11 @@ def open_work(
     inputs: Sequence[str | os.PathLike] = (),
     defaults: Mapping[str, Any] | None = None,
 ) -> ResumableJsonl:
-    """Opens (or creates) the work file of the job that writes `output`.
-
-    Args:
-        output: the job's output file.
-        key: the record key (e.g. the surface name).
-        settings: JSON-serialisable settings that decide the results (model, prompt, ...).
-        overwrite: discard an existing work file instead of resuming it.
-        inputs: the files the results are computed from; their fingerprints join the settings.
-        defaults: values of settings that older work files did not record (only those this
-            run records are filled in).
-
-    Returns:
-        The `ResumableJsonl`; its `done` holds the finished keys.
+    """Opens (or creates) the work file of the job that writes `output`, by the rule of
+    `check_settings`: `settings` (JSON-serialisable, what decides the results) and the
+    fingerprints of the `inputs` files must match the work file's; `overwrite` discards it
+    instead; `defaults` fills settings older work files did not record (only those this run
+    records). The result's `done` holds the finished keys (`key` of each record).
 
     Raises:
         ResumeRefused: a work file from a run with other settings or inputs exists.
