@@ -130,10 +130,8 @@ def _normalise(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str
 def parse_argv(
     prog: str, description: str, option_types: Sequence[type], argv: Sequence[str]
 ) -> tuple:
-    """Fills the option dataclasses from command-line arguments and checks their values.
-
-    With an `args_file` option given, its YAML mapping supplies the options the command line
-    does not give: a flag on the command line always wins, whatever its value.
+    """Fills the option dataclasses from command-line arguments and checks their values; an
+    `args_file` option's YAML mapping supplies the options the command line does not give.
 
     Raises:
         UsageError: the arguments do not parse (an unknown flag is named, never its value).
@@ -282,6 +280,6 @@ def run_command(
     argv: Sequence[str] | None,
 ) -> int:
     """Parses `argv` into the option dataclasses and calls `run(*options)` inside the error
-    boundary (`generation/boundary.py`); the exit status is `run`'s when it returns an int, else 0."""
+    boundary (`generation/boundary.py`); returns `run`'s result when it is an int, else 0."""
     argv = list(sys.argv[1:] if argv is None else argv)
     return guard(prog, lambda: run(*parse_argv(prog, description, option_types, argv)), argv)

@@ -45,6 +45,7 @@ from generation.io.records import ResumableJsonl
 from generation.io.resume import (
     check_kept_rows,
     check_settings,
+    chunks,
     file_fingerprint,
     records_digest,
 )
@@ -126,14 +127,9 @@ class Plan:
 
 
 def check_model_path(args: AnswerArguments) -> None:
-    """A local `--model`/`--adapter` that is missing is an error before anything loads.
-
-    `--model` counts as local when it exists, is absolute, starts with `.` or `~`, or has more
-    than one `/` (a Hub id has one); otherwise it is a Hub id and is resolved when it loads.
-
-    Raises:
-        ValueError: a local path that does not exist or is not a folder.
-    """
+    """A local `--model`/`--adapter` that is missing, or a `--model` that is a file, is an error
+    (ValueError) before anything loads; which names count as local: docs/answering.md,
+    "Back-ends"."""
     if args.backend != "openai":
         model = Path(args.model).expanduser()
         looks_local = model.is_absolute() or args.model.startswith((".", "~"))
@@ -346,9 +342,7 @@ def generate(args: AnswerArguments, plan: Plan, backend, todo: list[dict], targe
         dynamic_ncols=True,
     )
     with ResumableJsonl(target, key=lambda r: r.get("qid")) as out:
-        chunk = chunk_size(args)
-        for start in range(0, len(jobs), chunk):
-            batch = jobs[start : start + chunk]
+        for batch in chunks(jobs, chunk_size(args)):
             prompts = [plan.prompts[r["qid"]] for r in batch]
             gens = backend.generate(prompts, max_new_tokens=args.max_new_tokens)
             out.append(output_record(args, plan, r, g) for r, g in zip(batch, gens, strict=True))

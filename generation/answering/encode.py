@@ -66,8 +66,7 @@ class ShardStore:
 
     def is_done(self, k: int) -> bool:
         """Whether shard k is saved with these settings (always False with `overwrite`)."""
-        meta = self._paths(k)[2]
-        return not self.overwrite and meta.exists()
+        return not self.overwrite and self._paths(k)[2].exists()
 
     def save(self, k: int, vectors: np.ndarray, offsets: np.ndarray, rank: int = 0) -> None:
         """Saves shard k: vectors and offsets first, then the metadata that vouches for them."""

@@ -31,13 +31,8 @@ def make_index(spec: str, dim: int):
 
 
 def check_spec(spec: str, dim: int, train_size: int) -> None:
-    """Refuses a bad factory string, or a training sample smaller than the IVF lists, early.
-
-    Called before encoding, so that hours of encoding are not followed by the error.
-
-    Raises:
-        ValueError: as `make_index`, or `train_size` below the number of IVF lists.
-    """
+    """Refuses (ValueError) a bad factory string, or a training sample smaller than the IVF
+    lists, before encoding, so that hours of encoding are not followed by the error."""
     import faiss
 
     index = make_index(spec, dim)

@@ -156,5 +156,4 @@ def parse_answer_args(argv: list[str] | None = None) -> AnswerArguments:
             `--args-file` or one with unknown keys or values of the wrong type (names the key).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    (args,) = parse_argv("ambigdocs answer", DESCRIPTION, [AnswerArguments], argv)
-    return args
+    return parse_argv("ambigdocs answer", DESCRIPTION, [AnswerArguments], argv)[0]

@@ -80,11 +80,9 @@ def read_done(output: Path) -> list[dict]:
 
 
 def merge_output(output: Path, order: Sequence) -> int:
-    """Rewrites OUTPUT atomically with all finished rows in data order, then drops the shards.
-
-    Rows of qids not in `order` (e.g. a later run with a smaller --limit) keep their place
-    after the others. Returns the number of rows.
-    """
+    """Rewrites OUTPUT atomically with all finished rows in data order (rows of qids not in
+    `order`, e.g. after a later run with a smaller --limit, after the others), then drops the
+    shards; returns the number of rows."""
     rows = read_done(output)
     rank = {qid: i for i, qid in enumerate(order)}
     rows.sort(key=lambda r: rank.get(r["qid"], len(rank)))

@@ -166,8 +166,7 @@ class SavedIndex:
         if {k: v for k, v in saved.items() if k != "dim"} == self.identity:
             return True
         # Same vectors, another training sample: the index is only derived data, build it again.
-        trains = not faiss_index.make_index(self.spec, saved["dim"]).is_trained
-        return not trains
+        return faiss_index.make_index(self.spec, saved["dim"]).is_trained
 
     def build(self, vectors, offsets, progress: bool) -> None:
         """Builds the index of `vectors` and saves it with their passages' `offsets`."""

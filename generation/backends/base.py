@@ -153,14 +153,9 @@ def load_backend(kind: str, model: str, **options) -> Backend:
 
 
 def check_backend_options(kind: str, options: dict) -> None:
-    """Refuses option names the back-end does not take, before anything is loaded.
-
-    A back-end whose constructor takes `**kwargs` (vllm passes them to `vllm.LLM`) accepts any.
-
-    Raises:
-        ValueError: an unknown kind or option (the message lists the known options). A missing
-            extra is `load_backend`'s to report: a dry run needs none.
-    """
+    """Refuses (a ValueError listing the known ones) option names the back-end does not take,
+    before anything is loaded; a back-end whose constructor takes `**kwargs` (vllm) accepts any.
+    A missing extra is `load_backend`'s to report: a dry run needs none."""
     params = inspect.signature(_backend_class(kind)).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return

@@ -32,16 +32,12 @@ _WINDOWS_DEVICE = re.compile(r"(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\
 
 
 def _safe_char(c: str) -> str:
-    category = unicodedata.category(c)
-    if c == " ":
-        return c
     # C*: control, format (bidi overrides, zero-width), surrogate, private, unassigned;
-    # Z*: line/paragraph separators and spaces other than the plain one.
-    if category[0] in "CZ" or c in _FORBIDDEN or c in _SEPARATOR_LOOKALIKES:
-        return "_"
-    if not c.isascii() and _FORBIDDEN & set(unicodedata.normalize("NFKC", c)):
-        return "_"  # e.g. the full-width solidus, which NFKC folds to "/"
-    return c
+    # Z*: line/paragraph separators and spaces other than the plain one; NFKC folds e.g. the
+    # full-width solidus to "/".
+    unsafe = unicodedata.category(c)[0] in "CZ" or c in _FORBIDDEN or c in _SEPARATOR_LOOKALIKES
+    unsafe = unsafe or not c.isascii() and _FORBIDDEN & set(unicodedata.normalize("NFKC", c))
+    return c if c == " " or not unsafe else "_"
 
 
 def _clean(text: str, max_bytes: int) -> str:
@@ -283,15 +279,10 @@ _HELD: dict[Path, contextlib.ExitStack] = {}
 
 
 def hold_lock(path: str | os.PathLike, what: str | None = None) -> None:
-    """Takes the lock of output `path` (see `output_lock`) until `release_lock` or process exit.
-
-    For commands whose check of the output and final write sit in different functions (the
-    build stages: `stage_io.check_output` ... `write_stage`). Taking a lock this process already
-    holds is a no-op, so a run that failed in between does not lock its own process out.
-
-    Raises:
-        OutputBusy: another process holds the lock.
-    """
+    """Takes the lock of output `path` (see `output_lock`) until `release_lock` or process exit,
+    for commands whose check of the output and final write sit in different functions (the build
+    stages). Taking a lock this process already holds is a no-op, so a run that failed in between
+    does not lock its own process out."""
     key = Path(path).absolute()
     if key not in _HELD:
         stack = contextlib.ExitStack()

@@ -92,12 +92,9 @@ def check_settings(
     Args:
         settings_file: where the settings of the work are kept.
         settings: this run's settings (JSON-serialisable), input fingerprints included.
-        has_work: whether finished work exists (an output, shards, a work file).
+        has_work: whether finished work exists (an output, shards, a work file); the result.
         what: the work, as the message names it (usually the output path).
         defaults: values of settings that older work files did not record.
-
-    Returns:
-        True when there is work to resume; False when the job starts from nothing.
 
     Raises:
         ResumeRefused: work exists and its settings are missing or differ; the message names
@@ -124,17 +121,12 @@ def check_settings(
 def read_saved_json(
     path: str | os.PathLike, what: str, fields: Mapping[str, type | tuple[type, ...]] | None = None
 ) -> dict:
-    """A JSON object a job saved beside its work (settings, a shard's or an index's record). One
-    that cannot be read, or whose `fields` are missing or of another type, cannot vouch for the
-    work, so the work is neither resumed nor silently redone.
-
-    Args:
-        path: the file.
-        what: what it holds, as the message names it ("the recorded settings").
-        fields: keys the object must have, and their types.
+    """A JSON object a job saved beside its work (settings, a shard's or an index's record),
+    with `fields` of the given types; one that cannot vouch for the work is refused, so the work
+    is neither resumed nor silently redone.
 
     Raises:
-        ResumeRefused: one line naming the file and `--overwrite`.
+        ResumeRefused: one line naming the file (`what` it holds) and `--overwrite`.
     """
     path = Path(path)
     try:
