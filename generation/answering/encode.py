@@ -151,10 +151,6 @@ def encode_shards(
     list of strings -> an (n, dim) array, called on `chunk_size` passages at a time); returns
     the passage count, which rank 0 records (`store.write_plan`). Every process reads the whole
     file (parsing is cheap next to encoding) but encodes only its own shards."""
-    if shard_size < 1 or chunk_size < 1:
-        raise ValueError(
-            f"--shard-size and --chunk-size must be >= 1, got {shard_size}, {chunk_size}"
-        )
     store.folder.mkdir(parents=True, exist_ok=True)
     current, vectors, offsets, texts = -1, [], [], []
 
@@ -218,9 +214,7 @@ def load_shards(store: ShardStore) -> tuple[list[np.ndarray], np.ndarray]:
 
 
 def _load_npy(path: str, what: str) -> np.ndarray:
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"{what} {path}: no such file" + (" (a folder)" if path.is_dir() else ""))
+    # The option checks (`retrieve.check_arguments`) have refused missing files and folders.
     try:
         return np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as err:  # object arrays (pickles inside .npy), or not a .npy file

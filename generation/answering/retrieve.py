@@ -27,6 +27,7 @@ from generation.answering.encode import (
     passages_identity,
 )
 from generation.answering.options import DataArguments
+from generation.boundary import one_line
 from generation.io.passages import read_passage_at
 from generation.io.records import atomic_write_json, atomic_write_jsonl, atomic_write_npy
 from generation.io.resume import file_fingerprint, read_saved_json, unreadable_state
@@ -117,8 +118,6 @@ def load_encoder(model: str, device: str | None, batch_size: int = 128):
 
     quiet_bitsandbytes()  # before sentence-transformers imports bitsandbytes (through peft)
     from sentence_transformers import SentenceTransformer
-
-    from generation.boundary import one_line
 
     try:
         st = SentenceTransformer(model, device=device)

@@ -16,14 +16,9 @@ from generation.prompts import Prompt
 
 
 def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    """Indices cut into batches of similar length, longest first.
-
-    Longest first so that an out-of-memory error shows up in the first batch, not after an hour.
-    The sort is stable, so equal lengths keep input order and the batching is deterministic.
-
-    Raises:
-        ValueError: batch_size < 1.
-    """
+    """Indices cut into batches of similar length (ValueError: batch_size < 1), longest first,
+    so that an out-of-memory error shows up in the first batch, not after an hour; stable, so equal
+    lengths keep input order and the batching is deterministic."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
@@ -103,11 +98,7 @@ def tokenizer_has_chat_template(tokenizer) -> bool:
 
 def render_prompt(tokenizer, prompt: Prompt, model_name: str = "the model") -> str:
     """The text a model reads: a string as is; chat messages through the chat template, with
-    the generation prompt (the assistant turn's opening).
-
-    When the template rejects a system turn (jinja2 `TemplateError`, e.g. "System role not
-    supported"), the prompt is rendered again with the system text put before the first user
-    message's content, as one user turn.
+    the generation prompt, a system turn the template rejects moved into the first user turn.
 
     Raises:
         ValueError: chat messages but the tokenizer has no chat template.

@@ -232,12 +232,10 @@ _STAGING_ROOM = len(".tmp-") + 8 + len("-old")
 
 @contextlib.contextmanager
 def output_lock(path: str | os.PathLike, what: str | None = None) -> Iterator[None]:
-    """Holds the exclusive lock of output `path` (a file or a folder) for the block.
-
-    The lock is an `flock` on `.NAME.lock` beside the output, holding the owner's pid; it is
-    released (and the file removed) when the block ends, and by the kernel when the process
-    dies, so a lock file left by a dead process is taken over. Not re-entrant: take it once per
-    run (child processes of the run must not take it again).
+    """Holds the exclusive lock of output `path` (a file or a folder) for the block: an `flock`
+    on `.NAME.lock` beside it holding the owner's pid, released (and the file removed) when the
+    block ends, and by the kernel when the process dies, so a dead process's lock file is taken
+    over. Not re-entrant: take it once per run.
 
     Raises:
         OutputBusy: another live process holds the lock; one line naming the output (`what`,

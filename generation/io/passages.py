@@ -1,11 +1,6 @@
-"""Streaming the DPR passage file (`psgs_w100.tsv`) and keeping only the titles a stage needs.
-
-The file has 21M rows (~13 GB): `id<TAB>text<TAB>title`, a header row `id text title`, text
-quoted the way Python's `csv` module writes it. It is read with `csv.reader(delimiter="\\t")`,
-exactly as the authors' loader did (any row whose first field is `id` is the header), so text
-with quotes or embedded tabs parses identically. Memory is bounded by the wanted titles: at most
-`max_per_title + 1` passages of each are held, and a title with more is dropped at the end.
-"""
+"""Streaming the DPR passage file (`psgs_w100.tsv`: 21M rows `id<TAB>text<TAB>title`, ~13 GB)
+exactly as the authors' `csv.reader(delimiter="\\t")` loader read it (any row whose first field
+is `id` is the header), and keeping only the passages of the titles a stage needs."""
 
 from __future__ import annotations
 
