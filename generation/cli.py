@@ -37,13 +37,9 @@ def _usage(prog: str, table: dict[str, tuple[str | dict, str]]) -> str:
 
 
 def dispatch(prog: str, table: dict[str, tuple[str | dict, str]], argv: list[str]) -> int:
-    """Runs the command `argv[0]` of `table` with the rest of `argv`, inside the one error
-    boundary (`generation/boundary.py`).
-
-    Returns:
-        The command's exit status; 0 after `--help`; 2 (usage on stderr) with no command or an
-        unknown one, which is named with the closest command.
-    """
+    """Runs the command `argv[0]` of `table` with the rest of `argv` inside the one error
+    boundary; its exit status, 0 after `--help`, 2 (usage on stderr) with no command or an
+    unknown one, which is named with the closest command."""
     if argv[:1] in (["-h"], ["--help"]):
         print(_usage(prog, table))
         return 0

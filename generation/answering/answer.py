@@ -144,11 +144,8 @@ def check_model_path(args: AnswerArguments) -> None:
 
 def resolve_prompt_format(args: AnswerArguments) -> tuple[str, object | None]:
     """The prompt format (given, or `chat` when the model has a chat template, always for
-    openai, else `plain`) and the tokenizer when one was needed to decide or to render.
-
-    Raises:
-        ValueError: the tokenizer is needed and cannot be loaded (one line, see `dry_run`).
-    """
+    openai, else `plain`) and the tokenizer when one was needed to decide or to render (a
+    ValueError in one line when it cannot be loaded)."""
     from generation.answering.dry_run import load_tokenizer
 
     if args.backend == "openai":
@@ -172,11 +169,7 @@ def resolve_prompt_format(args: AnswerArguments) -> tuple[str, object | None]:
 
 def prepare(args: AnswerArguments) -> Plan:
     """Step 1: checks the options, reads the rows, fixes each example's documents and prompt,
-    and computes the run's settings. Bad input fails here, before a model loads.
-
-    Raises:
-        ValueError: any bad option or input (the message names it).
-    """
+    and computes the run's settings: bad input fails here (ValueError), before a model loads."""
     args.check()
     check_model_path(args)
     check_backend_options(args.backend, backend_options(args, device=None))
@@ -224,13 +217,9 @@ def row_settings(args: AnswerArguments, plan: Plan) -> dict:
 
 
 def resume(args: AnswerArguments, plan: Plan, state) -> tuple[list[dict], Path]:
-    """Step 2: refuses an output made with other settings or inputs, repairs torn lines, and
-    returns this process's share of the unfinished examples and the file it appends to.
-
-    Raises:
-        ResumeRefused: the output's settings or input fingerprints differ (or are missing).
-        ValueError: a line of the output is not an answer row.
-    """
+    """Step 2: refuses an output made with other settings or inputs (ResumeRefused) or holding
+    lines that are not answer rows (ValueError), repairs torn lines, and returns this process's
+    share of the unfinished examples and the file it appends to."""
     output = Path(args.output)
     # Every process checks (and writes the same settings); all have looked before anyone writes.
     work = has_work(output)
@@ -296,12 +285,9 @@ def check_process_layout(backend: str, num_processes: int) -> None:
 
 
 def chunk_size(args: AnswerArguments) -> int:
-    """How many prompts the runner hands the back-end at once (and writes out together).
-
-    hf: `--batch-size` (its own batch). openai: at least the concurrency limit, else fewer
-    requests than allowed would be in flight. vllm: at least 256, so that its continuous
-    batching has work to schedule. A chunk is also the most finished work a crash can lose.
-    """
+    """How many prompts the runner hands the back-end at once (and writes out together, the most
+    finished work a crash can lose): hf `--batch-size`; openai at least the concurrency limit, vllm
+    at least 256, so that neither runs with less work in flight than it could schedule."""
     if args.backend == "openai":
         options = parse_backend_options(args.backend_option)
         concurrency = options.get("max_concurrency", args.max_concurrency)

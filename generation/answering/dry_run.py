@@ -29,12 +29,9 @@ def load_tokenizer(name: str, *, trust_remote_code: bool = False, why: str):
 
 def model_input(prompt: Prompt, backend_kind: str, tokenizer=None, model_name: str = "") -> dict:
     """What the back-end receives for one prompt, as `prompt`: for openai the messages sent (a
-    string is sent as one user turn); for hf/vllm the text, or chat messages, with `prompt_text`
-    the text the tokenizer's chat template renders from them, as the back-ends do.
-
-    When the template rejects a system turn, `prompt` holds the messages after the back-ends
-    move it into the user turn (`generation.backends.hf.render_chat`), so that trl, which
-    renders `prompt` with the same template, can render them too.
+    string as one user turn); for hf/vllm the text, or chat messages (after the move of a system
+    turn the template rejects, so that trl can render them with the same template) with
+    `prompt_text` the text the chat template renders.
 
     Raises:
         ValueError: chat messages for an open model without a tokenizer or chat template.

@@ -210,9 +210,6 @@ def load_shards(store: ShardStore) -> tuple[list[np.ndarray], np.ndarray]:
     return vectors, np.concatenate(offsets)
 
 
-# --- precomputed embeddings ---------------------------------------------------------------------
-
-
 def _load_npy(path: str, what: str) -> np.ndarray:
     # The option checks (`retrieve.check_arguments`) have refused missing files and folders.
     try:
@@ -226,16 +223,13 @@ def _load_npy(path: str, what: str) -> np.ndarray:
 
 
 def load_embeddings(files: Sequence[str], id_files: Sequence[str] = ()) -> tuple[list, list]:
-    """Memory-mapped embedding arrays and their id arrays (or None), validated.
-
-    Args:
-        files: `.npy` files of (n_i, dim) float32/float16 embeddings, in passage-file order.
-        id_files: one `.npy` file per embeddings file: (n_i,) passage ids (integers or strings),
-            or none at all.
+    """Memory-mapped (n_i, dim) float32/float16 embedding arrays of `files`, in passage-file
+    order, and their (n_i,) passage ids (integers or strings) of `id_files`, one per file (or None
+    each without them), validated.
 
     Raises:
-        ValueError: a missing file, a pickled or non-NumPy file, a wrong shape or dtype, or id
-            files that do not pair with the embeddings files.
+        ValueError: a pickled or non-NumPy file, a wrong shape or dtype, or id files that do not
+            pair with the embeddings files.
     """
     if id_files and len(id_files) != len(files):
         raise ValueError(
@@ -274,14 +268,9 @@ def load_embeddings(files: Sequence[str], id_files: Sequence[str] = ()) -> tuple
 def match_passages(
     passages: str | os.PathLike, arrays: Sequence[np.ndarray], ids: Sequence, progress: bool = True
 ) -> np.ndarray:
-    """The byte offset of each embedding row's passage; rows must follow the file's order.
-
-    Embedding row i (over the concatenated files) is the i-th passage of the file, as in the
-    authors' GTR index built from `psgs_w100.tsv` in order; given ids are checked against it.
-
-    Raises:
-        ValueError: the counts differ, or an id is not the passage's id at that row.
-    """
+    """The byte offset of each embedding row's passage: row i (over the concatenated files) is
+    the i-th passage of the file, as in the authors' GTR index built from `psgs_w100.tsv` in order;
+    given ids are checked against it (ValueError, as when the counts differ)."""
     total = sum(len(a) for a in arrays)
     flat_ids = None if ids[0] is None else np.concatenate([np.asarray(i).astype(str) for i in ids])
     offsets = np.empty(total, dtype=np.int64)

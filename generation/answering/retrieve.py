@@ -109,9 +109,6 @@ def check_output_folder(output: str) -> None:
         raise ValueError(f"--output {output}: {what}, not a folder")
 
 
-# --- the encoder ------------------------------------------------------------------------------
-
-
 def load_encoder(model: str, device: str | None, batch_size: int = 128):
     """A sentence-transformers model and its encode(texts, query) function."""
     from generation.backends.loading import quiet_bitsandbytes
@@ -131,9 +128,6 @@ def load_encoder(model: str, device: str | None, batch_size: int = 128):
         return fn(texts, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
 
     return st, encode
-
-
-# --- the saved index --------------------------------------------------------------------------
 
 
 class SavedIndex:
@@ -189,9 +183,6 @@ class SavedIndex:
             why = f"{index.ntotal} vectors but {offsets.shape} offsets"
             raise unreadable_state(self.folder / "offsets.npy", "the index's offsets", why)
         return index, offsets
-
-
-# --- the steps --------------------------------------------------------------------------------
 
 
 def index_from_passages(args: RetrieveArguments, state, encode):
@@ -274,9 +265,6 @@ def search(index, offsets, passages: str, query_vectors, top_k: int) -> list[lis
                 hits.append({"pid": pid, "title": title, "text": text, "score": score})
             results.append(hits)
     return results
-
-
-# --- the command ------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:

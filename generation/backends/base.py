@@ -18,15 +18,10 @@ from generation.prompts import Prompt
 
 @dataclass
 class Generation:
-    """One continuation.
-
-    Attributes:
-        text: the decoded new tokens only (no prompt), special tokens removed.
-        num_tokens: how many new tokens were generated (None when the back-end cannot tell).
-        mean_nll: the length-normalised negative log-likelihood of the generated tokens
-            (mean over tokens of -log p), when `return_scores=True` was asked; used by answer
-            expansion (docs/pipeline.md section 4).
-    """
+    """One continuation: `text`, the decoded new tokens only (no prompt, no special tokens);
+    `num_tokens`, how many new tokens were generated (None when the back-end cannot tell);
+    `mean_nll`, the mean over them of -log p when `return_scores=True` was asked (answer
+    expansion, docs/pipeline.md section 4)."""
 
     text: str
     num_tokens: int | None = None

@@ -114,16 +114,10 @@ def save_base_quantization(folder: str | Path, quantization_config) -> None:
 
 
 def resolve_quantization(quantization: str, adapter: str | None):
-    """The `BitsAndBytesConfig` to load a base model with, for the hf back-end's option.
-
-    Args:
-        quantization: `auto` (the settings the adapter folder records, see
-            `save_base_quantization`, when it has any; else none), `adapter` (the recorded
-            settings; an error without them) or `none`.
-        adapter: the adapter folder, or None.
-
-    Returns:
-        A `BitsAndBytesConfig`, or None for unquantised weights.
+    """The `BitsAndBytesConfig` to load a base model with (None: unquantised), by the hf
+    back-end's option: `auto` (the settings the `adapter` folder records, see
+    `save_base_quantization`, else none), `adapter` (the recorded settings; an error without them)
+    or `none`.
 
     Raises:
         ValueError: an unknown choice, `adapter` without recorded settings, or a recorded file

@@ -20,14 +20,10 @@ def load_split_rows(
     split: str = "test",
 ) -> list[dict]:
     """The rows of one split of exactly one data source, as plain dicts in data order (not
-    validated: each command checks the fields it reads).
-
-    Args:
-        data_dir: a folder of the release's raw files (`test.json`, ...), read by the builder.
-        config: a builder config: `sample` (offline) or `default` (the release, downloaded).
-        dataset: a JSON/JSONL file of rows, a folder `datasets` reads (`save_to_disk`,
-            `ambigdocs export`), or a Hub dataset id.
-        split: the split.
+    validated: each command checks the fields it reads): `data_dir`, a folder of the release's raw
+    files (`test.json`, ...); `config`, `sample` (offline) or `default` (the release, downloaded);
+    `dataset`, a JSON/JSONL file of rows, a folder `datasets` reads (`save_to_disk`, `ambigdocs
+    export`) or a Hub dataset id.
 
     Raises:
         ValueError: none or several sources; a source that is not there or cannot be loaded

@@ -94,9 +94,6 @@ def unique_names(
     return names  # type: ignore[return-value]
 
 
-# --- symbolic links ----------------------------------------------------------------------------
-
-
 def current_umask() -> int:
     """The process's umask (read by setting it and putting it back)."""
     umask = os.umask(0o022)
@@ -179,9 +176,6 @@ def check_distinct_outputs(outputs: dict[str, str | os.PathLike | None]) -> None
         seen[key] = what
 
 
-# --- errors that name the real file --------------------------------------------------------------
-
-
 @contextlib.contextmanager
 def real_name_errors(path: str | os.PathLike) -> Iterator[None]:
     """Re-raises an OSError of the block as one naming `path` (not a temporary file, or no file).
@@ -194,9 +188,6 @@ def real_name_errors(path: str | os.PathLike) -> Iterator[None]:
         if err.errno is None or err.filename == str(path):
             raise
         raise OSError(err.errno, err.strerror or str(err), str(path)) from None
-
-
-# --- one run per output --------------------------------------------------------------------------
 
 
 class OutputBusy(ValueError):
@@ -294,24 +285,16 @@ def release_lock(path: str | os.PathLike) -> None:
         stack.close()
 
 
-# --- whole-folder replacement ----------------------------------------------------------------------
-
-
 def check_replaceable(
     target: str | os.PathLike,
     owned: Callable[[Path], bool] | None = None,
     what: str | None = None,
     whose: str = "this command's",
 ) -> None:
-    """Checks, before any work, that `replace_folder` may replace `target`.
-
-    Args:
-        target: the output folder.
-        owned: whether an entry of an existing folder (a path in it) is one the command
-            writes; a folder holding anything else is the user's and is never replaced. None:
-            only an empty folder may be replaced.
-        what: how messages name the folder (`--output-dir out`); the path by default.
-        whose: whose files `owned` accepts, as the message says it ("a split's").
+    """Checks, before any work, that `replace_folder` may replace `target`: `owned` tells an
+    entry of an existing folder the command writes (None: only an empty folder may be replaced);
+    a folder holding anything else is the user's and is never replaced. Messages name the folder
+    as `what` (by default the path) and its files as `whose` ("a split's").
 
     Raises:
         ValueError: `target` is a link or a file, a file stands where one of its folders should

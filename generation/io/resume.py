@@ -190,9 +190,6 @@ def check_kept_rows(
                 )
 
 
-# --- work files beside an output -------------------------------------------------------------
-
-
 def partial_path(output: str | os.PathLike) -> Path:
     """Where a job keeps its finished batches until it writes `output`."""
     return Path(f"{output}.partial.jsonl")
