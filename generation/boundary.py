@@ -1,17 +1,6 @@
-"""The one error boundary: every expected failure of a command ends in one line and status 2.
-
-Both routes to a command pass here: the `ambigdocs` dispatcher (`generation/cli.py`) and a
-module's own `main` run by `python -m` (through `generation.options.run_command`). An expected
-failure is bad input or a broken environment, anything the user can fix: a value the options or
-the data refuse (`ValueError`, which covers JSON and Unicode errors), any operating-system error
-(a missing file, a full disk, a name too long, a link loop, a read-only folder, a network that
-cannot be reached), nesting too deep for the parsers (`RecursionError`), a number out of range
-(`OverflowError`), a YAML file that does not parse, and a Hub that cannot be reached. It is
-printed as `PROG: error: MESSAGE` on one line, the real file named and every secret masked
-(`generation/secrets.py`). Anything else is a bug and keeps its traceback.
-
-This module is below every command (it imports nothing of theirs), so `options`, `io` and the
-dispatcher may all use it.
+"""The one error boundary: every expected failure of a command ends in one line and status 2, on
+both routes (the `ambigdocs` dispatcher and `python -m`); what counts as expected:
+docs/README.md, "The shared rules every command follows". It imports nothing of the commands'.
 """
 
 from __future__ import annotations
@@ -114,20 +103,9 @@ def report(prog: str, err: BaseException) -> int:
 
 
 def guard(prog: str, call: Callable[[], Any], argv: Sequence[str] = ()) -> int:
-    """Runs `call()`, ending an expected failure in one line (see the module docstring).
-
-    Args:
-        prog: the command's name, the start of the error line.
-        call: the command; its result is the exit status when it is an int (else 0).
-        argv: the command's arguments, whose secret values are masked in any message.
-
-    Returns:
-        The exit status: `call`'s, 2 for an expected failure, 1 for a `ServiceError`, 130 when
-        interrupted (Ctrl-C).
-
-    Raises:
-        Anything that is not an expected failure (a bug), unchanged.
-    """
+    """Runs `call()` (its result is the exit status when it is an int, else 0), ending an
+    expected failure in one line that starts with `prog` (2; 1 for a `ServiceError`; 130 when
+    interrupted), the secret values of `argv` masked. A bug is raised unchanged."""
     secrets.remember_options(list(argv))
     # Without a network, a Hub request fails in seconds rather than after a minute of retries
     # (the metric's home for it: its QA model loading uses the same check).

@@ -1,11 +1,6 @@
-"""The `ambigdocs` command: one entry point, one dispatch table for every job.
-
-Each command lives in its own module with a `main(argv) -> int`; the module is imported only
-when its command runs, so `ambigdocs evaluate` never pays for torch or datasets, and
-`python -m generation.<package>.<module>` (or `accelerate launch -m ...`) runs the same code.
-`ambigdocs build STAGE` dispatches one level deeper, through `STAGES`. Every command runs
-inside the one error boundary (`generation/boundary.py`), which a module's own `main` also
-uses through `generation.options.run_command`, so both routes end bad input alike.
+"""The `ambigdocs` command: one dispatch table for every job, each command's module imported only
+when it runs (`python -m generation.<package>.<module>` runs the same `main(argv)`), inside the
+one error boundary (`generation/boundary.py`).
 """
 
 from __future__ import annotations
@@ -42,13 +37,9 @@ def _usage(prog: str, table: dict[str, tuple[str | dict, str]]) -> str:
 
 
 def dispatch(prog: str, table: dict[str, tuple[str | dict, str]], argv: list[str]) -> int:
-    """Runs the command `argv[0]` of `table` with the rest of `argv`, inside the one error
-    boundary (`generation/boundary.py`).
-
-    Returns:
-        The command's exit status; 0 after `--help`; 2 (usage on stderr) with no command or an
-        unknown one, which is named with the closest command.
-    """
+    """Runs the command `argv[0]` of `table` with the rest of `argv` inside the one error
+    boundary; its exit status, 0 after `--help`, 2 (usage on stderr) with no command or an
+    unknown one, which is named with the closest command."""
     if argv[:1] in (["-h"], ["--help"]):
         print(_usage(prog, table))
         return 0

@@ -1,14 +1,5 @@
-"""The paper's three document settings (Section 5.1, docs/pipeline.md section 6), reproducibly seeded.
-
-- `gold-only`: a sample of min(5, m) of the example's m gold documents;
-- `gold-retrieved`: those, then retrieved passages in rank order (skipping passage ids already
-  shown) until there are five;
-- `retrieved-only`: the top five retrieved passages.
-
-The shown documents are then shuffled. The authors seeded nothing; here every example draws from
-its own generator seeded by (seed, qid) through SHA-256, so the documents of an example depend
-only on the seed and its qid: not on batch size, process count, data order or `PYTHONHASHSEED`.
-"""
+"""The paper's three document settings (Section 5.1, docs/pipeline.md section 6), each example
+seeded by (seed, qid) alone through SHA-256: docs/answering.md, "Document settings and seeding"."""
 
 from __future__ import annotations
 
@@ -41,17 +32,8 @@ def select_documents(
     *,
     num_docs: int = DEFAULT_NUM_DOCS,
 ) -> list[dict]:
-    """The documents shown for one example, in prompt order.
-
-    Args:
-        row: a data-set row (`qid`, `documents`; `retrieved` for the retrieved settings, as
-            `ambigdocs retrieve` writes it, best first).
-        setting: one of `SETTINGS`.
-        seed: the run's seed.
-        num_docs: how many documents to show at most (the paper: 5).
-
-    Returns:
-        A list of `{"pid", "title", "text"}`.
+    """The documents shown for one example (`qid`, `documents`; `retrieved` for the retrieved
+    settings, best first), at most `num_docs`, in prompt order, as `{"pid", "title", "text"}`.
 
     Raises:
         ValueError: unknown setting, or a row whose field the setting needs (`documents`,

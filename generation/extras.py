@@ -1,10 +1,6 @@
-"""What an optional part of the toolkit needs installed, and the one error when it is missing.
-
-`pip install ambigdocs` is the light core (no torch); each extra in pyproject.toml is named
-after what it adds. A command that reaches code needing a missing extra calls `require` first,
-so the user reads one line naming the extra to install rather than an ImportError deep inside
-a library. `MissingExtraError` is a ValueError: every command's error boundary
-(`generation.options.run_command`) already reports it in one line with exit status 2.
+"""What an optional part of the toolkit needs installed (the extras of pyproject.toml), and the
+one error when it is missing: `require` raises `MissingExtraError`, a ValueError the error
+boundary reports in one line naming the extra to install.
 """
 
 from __future__ import annotations
@@ -59,14 +55,10 @@ def _installed(name: str) -> bool:
 def require(extra: str, *modules: str, what: str | None = None) -> None:
     """Checks that the modules of `extra` (or only `modules`, a part of it) are installed.
 
-    Args:
-        extra: a key of `EXTRAS`.
-        modules: the import names actually needed (default: all of the extra's).
-        what: the feature that needs them, for the message (default: the extra's name).
-
     Raises:
-        MissingExtraError: one or more are missing; the message names the extra to install.
-        KeyError: `extra` is not an extra (a programming error).
+        MissingExtraError: one or more are missing; the message names `what` needs them and the
+            extra to install.
+        KeyError: `extra` is not an extra, or `modules` not in it (a programming error).
     """
     needed = modules or EXTRAS[extra]
     if not set(needed) <= set(EXTRAS[extra]):

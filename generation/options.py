@@ -1,15 +1,6 @@
-"""Command options: one typed dataclass per command, parsed one way everywhere.
-
-A command declares its options as dataclasses whose fields carry `help` metadata and runs
-through `run_command`. The parser is built from the fields (plain argparse, so no command pays
-for transformers to read its flags): `Literal` types give the choices, a field without a default
-(or with `required=True` metadata) is shown as required, a `bool` is `--flag/--no-flag` (also
-`--flag true`), a list takes several values (with `repeat=True`, one value per repeated flag),
-and `--num-proc` and `--num_proc` are the same flag. Metadata may add `aliases`, a `metavar`
-and `positional=True`. The same dataclasses are filled from a mapping (a stage's section of the
-`ambigdocs build all` YAML config) and checked in one place, so a bad value gets the same
-one-line error from either route. A command with an `args_file` option reads a YAML file of its
-options first; every flag given on the command line wins over the file.
+"""Command options: one typed dataclass per command, parsed one way everywhere, from the command
+line (argparse built from the fields) or a mapping (a YAML section); docs/README.md, "The shared
+rules every command follows".
 """
 
 from __future__ import annotations
@@ -26,18 +17,6 @@ from typing import Any, Literal
 
 from generation import secrets
 from generation.boundary import UsageError, guard, one_line
-
-__all__ = [
-    "UsageError",
-    "build_parser",
-    "check_at_least",
-    "check_types",
-    "one_line",
-    "option",
-    "parse_argv",
-    "parse_mapping",
-    "run_command",
-]
 
 
 def option(default: Any = dataclasses.MISSING, help: str = "", **metadata: Any) -> Any:
@@ -75,7 +54,7 @@ def build_parser(prog: str, description: str, option_types: Sequence[type]) -> _
 
 def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hint: Any) -> None:
     meta = f.metadata
-    required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    required = _required(f)
     base, many = _unwrap(hint)
     default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
     # `required=True` metadata: required, but it may come from an `--args-file` (checked later).
@@ -107,6 +86,10 @@ def _add_field(parser: argparse.ArgumentParser, f: dataclasses.Field, hint: Any)
         return
     names = ["--" + f.name.replace("_", "-"), *meta.get("aliases", ())]
     parser.add_argument(*names, dest=f.name, required=required, **kwargs)
+
+
+def _required(f: dataclasses.Field) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
 def _unwrap(hint: Any) -> tuple[Any, bool]:
@@ -147,10 +130,8 @@ def _normalise(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str
 def parse_argv(
     prog: str, description: str, option_types: Sequence[type], argv: Sequence[str]
 ) -> tuple:
-    """Fills the option dataclasses from command-line arguments and checks their values.
-
-    With an `args_file` option given, its YAML mapping supplies the options the command line
-    does not give: a flag on the command line always wins, whatever its value.
+    """Fills the option dataclasses from command-line arguments and checks their values; an
+    `args_file` option's YAML mapping supplies the options the command line does not give.
 
     Raises:
         UsageError: the arguments do not parse (an unknown flag is named, never its value).
@@ -216,13 +197,7 @@ def parse_mapping(option_types: Sequence[type], values: Mapping[str, Any], where
     parsed = []
     for option_type in option_types:
         fields = [f for f in dataclasses.fields(option_type) if f.init]
-        missing = [
-            f.name
-            for f in fields
-            if f.name not in values
-            and f.default is dataclasses.MISSING
-            and f.default_factory is dataclasses.MISSING
-        ]
+        missing = [f.name for f in fields if f.name not in values and _required(f)]
         if missing:
             raise ValueError(f"{prefix}missing required option(s) {missing}")
         try:
@@ -304,12 +279,7 @@ def run_command(
     run: Callable[..., Any],
     argv: Sequence[str] | None,
 ) -> int:
-    """Parses `argv` into the option dataclasses and calls `run(*options)`, inside the error
-    boundary (`generation/boundary.py`): bad input ends with one line and exit status 2, by
-    `ambigdocs` and by `python -m` alike.
-
-    Returns:
-        `run`'s result when it is an exit status (an int), else 0.
-    """
+    """Parses `argv` into the option dataclasses and calls `run(*options)` inside the error
+    boundary (`generation/boundary.py`); returns `run`'s result when it is an int, else 0."""
     argv = list(sys.argv[1:] if argv is None else argv)
     return guard(prog, lambda: run(*parse_argv(prog, description, option_types, argv)), argv)

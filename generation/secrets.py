@@ -1,12 +1,6 @@
-"""The one filter for secrets in everything the toolkit prints or records.
-
-Every message the error boundary prints goes through `mask`, and every writer of settings (run
-meta files, the evaluation provenance, `build all`'s stored config, dry-run listings) through
-`scrub`. Both know a secret three ways: by its name (options and keys like `api_key`, `token`,
-`password`, `secret`, `authorization`), by its shape (URL user info, `Basic`/`Bearer`
-credentials, `sk-...` and `hf_...` keys) and by value (what the option parser saw under a
-secret name, and the API keys in the environment), so a value is masked wherever it turns up
-again, say echoed in a server's error message.
+"""The one filter for secrets in everything the toolkit prints (`mask`) or records (`scrub`),
+knowing a secret by its name, its shape and its value (docs/README.md, "The shared rules every
+command follows").
 """
 
 from __future__ import annotations
@@ -113,15 +107,8 @@ def strip_url(url: str | None) -> str | None:
 
 
 def scrub(value: Any) -> Any:
-    """A copy of settings fit to record: values under secret names become `***`, URLs lose
-    their user info, and secrets inside strings are masked; at any depth.
-
-    Args:
-        value: a mapping, list, string or scalar (options, a config, a meta record).
-
-    Returns:
-        The same structure without secrets (scalars other than strings unchanged).
-    """
+    """A copy of settings (a mapping, list, string or scalar, at any depth) fit to record: values
+    under secret names become `***`, URLs lose their user info, secrets in strings are masked."""
     if isinstance(value, Mapping):
         return {
             k: (MASK if is_secret_key(k) and v not in (None, "") else scrub(v))

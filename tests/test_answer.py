@@ -285,7 +285,7 @@ def test_vllm_under_several_processes_is_refused(monkeypatch, tmp_path, capsys):
     with pytest.raises(ValueError, match="tensor_parallel_size=4"):
         answer.check_process_layout("vllm", 4)
     # The runner checks before anything else (no vllm needed to see the error).
-    monkeypatch.setattr(answer, "_state", lambda: SimpleNamespace(num_processes=2))
+    monkeypatch.setattr(answer, "process_state", lambda: SimpleNamespace(num_processes=2))
     argv = ["--model", "m", "--backend", "vllm", "--config", "sample", "--output",
             str(tmp_path / "v.jsonl")]  # fmt: skip
     assert answer_main(argv) == 2

@@ -1,34 +1,12 @@
 """`ambigdocs answer`: run a model over AmbigDocs in the paper's settings, batched and resumable.
 
-One process:
-
     ambigdocs answer --model PATH_OR_ID --backend hf --data-dir D --split test \\
         --setting gold-only --batch-size 16 --seed 0 --output runs/answers.jsonl --evaluate
+    accelerate launch --num_processes 8 -m generation.answering.answer --model ... --output ...
 
-Data parallel over processes, GPUs and nodes (each process answers a shard into
-`OUTPUT.part<rank>.jsonl`; the main process merges the shards into OUTPUT, in data order, the same
-file one process writes):
-
-    accelerate launch --num_processes 8 -m generation.answering.answer --model ... --output runs/a.jsonl
-
-A run is five steps: `prepare` (options, rows, shown documents, prompts, settings: everything
-checked before a model loads), `resume` (the settings check and the finished qids), `generate`
-(chunks appended and fsynced), `merge` (shards into OUTPUT in data order) and `report`. `--dry-run`
-stops after `prepare` and writes each example's exact model input instead (`dry_run.py`).
-
-Output: JSONL, one line per example: the row's fields (without `retrieved`), `docs` (the shown
-documents in prompt order: `pid`, `title`, `text`), `gen_answer`, `setting`, `model`, `seed`,
-`prompt_format`, `few_shot`, `decoding`, `num_new_tokens`. `ambigdocs evaluate` reads it;
-`--export-json` also writes the authors' results JSON (a JSON list of the same rows).
-
-Resuming: lines are flushed and fsynced chunk by chunk; the same command again skips finished
-qids (a SIGKILL loses at most the chunk in flight: `--batch-size` prompts for hf, at least the
-request concurrency for openai, at least 256 for vllm; see `chunk_size`). The settings that decide
-the answers, and fingerprints of the inputs (the data rows, a local model or adapter folder, the
-exemplars file), are kept in `OUTPUT.meta.json` and checked by the project's resume rule
-(`generation/io/resume.py`): a run whose settings or inputs differ is refused with the
-differences named (`--overwrite` starts again). `--limit` and `--batch-size` are not among them:
-a larger limit extends a run, and the batch size does not change greedy answers.
+A run is five steps: `prepare` (everything checked before a model loads), `resume`, `generate`,
+`merge` and `report`; `--dry-run` stops after `prepare` (`dry_run.py`). The output, resuming
+and data parallelism: docs/answering.md.
 """
 
 from __future__ import annotations
@@ -42,12 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generation import secrets
-from generation.answering.data import (
-    attach_retrieved,  # noqa: F401  (re-exported: callers import it from here)
-    data_source,
-    load_exemplars,
-    read_rows,
-)
+from generation.answering.data import data_source, load_exemplars, read_rows
 from generation.answering.options import AnswerArguments, parse_answer_args
 from generation.answering.output import (
     discard_output,
@@ -59,11 +32,11 @@ from generation.answering.output import (
     repair,
     write_results_json,
 )
-from generation.backends.base import (
-    NON_RESULT_OPTIONS,
-    check_backend_options,
-    parse_backend_options,
-    result_options,
+from generation.backends.base import check_backend_options, parse_backend_options, result_options
+from generation.backends.openai import (
+    DEFAULT_MAX_CONCURRENCY,
+    decoding_options,
+    resolve_decoding,
 )
 from generation.boundary import guard, one_line
 from generation.documents import select_documents
@@ -72,47 +45,23 @@ from generation.io.records import ResumableJsonl
 from generation.io.resume import (
     check_kept_rows,
     check_settings,
+    chunks,
     file_fingerprint,
     records_digest,
 )
 from generation.prompts import render_answer_input
 
-__all__ = ["load_exemplars", "load_rows", "main", "parse_answer_args", "run"]
+__all__ = ["load_exemplars", "main", "parse_answer_args", "run"]
 
 META_VERSION = 1
 VLLM_MIN_CHUNK = 256  # prompts per vLLM call at least (it schedules its own batches)
 
 
-# --- data ---------------------------------------------------------------------------------------
-
-
-def load_rows(args) -> list[dict]:
-    """The rows named by an options object (`AnswerArguments`, or the Namespace of `ambigdocs
-    retrieve`: `data_dir`, `config`, `dataset`, `split`, `retrieved`, `limit`); see
-    `generation.answering.data.read_rows` for the explicit form."""
-    return read_rows(
-        data_dir=getattr(args, "data_dir", None),
-        config=getattr(args, "config", None),
-        dataset=getattr(args, "dataset", None),
-        split=getattr(args, "split", "test"),
-        retrieved=getattr(args, "retrieved", None),
-        limit=getattr(args, "limit", None),
-    )
-
-
 # --- settings -----------------------------------------------------------------------------------
 
-# Back-end options that do not change the answers: the one list every resumable command uses.
-NON_ANSWER_OPTIONS = NON_RESULT_OPTIONS
 # Settings added after META_VERSION 1 and their value in files written before them. The input
 # fingerprints have no such value: an output from before them cannot be resumed.
 META_DEFAULTS = {"base_url": None, "backend_options": {}, "decoding": "greedy"}
-
-
-def answer_options(args: AnswerArguments) -> dict:
-    """The `--backend-option` values that may change the answers, JSON-safe and sorted
-    (`NON_ANSWER_OPTIONS` and credential-like keys are left out)."""
-    return result_options(parse_backend_options(args.backend_option))
 
 
 def local_fingerprint(path: str | None) -> str | None:
@@ -142,7 +91,7 @@ def run_meta(args: AnswerArguments, prompt_format: str, decoding: str = "greedy"
         "decoding": decoding,
         "dtype": args.dtype,
         "base_url": secrets.strip_url(args.base_url) if args.backend == "openai" else None,
-        "backend_options": answer_options(args),
+        "backend_options": result_options(parse_backend_options(args.backend_option)),
     }
 
 
@@ -178,14 +127,9 @@ class Plan:
 
 
 def check_model_path(args: AnswerArguments) -> None:
-    """A local `--model`/`--adapter` that is missing is an error before anything loads.
-
-    `--model` counts as local when it exists, is absolute, starts with `.` or `~`, or has more
-    than one `/` (a Hub id has one); otherwise it is a Hub id and is resolved when it loads.
-
-    Raises:
-        ValueError: a local path that does not exist or is not a folder.
-    """
+    """A local `--model`/`--adapter` that is missing, or a `--model` that is a file, is an error
+    (ValueError) before anything loads; which names count as local: docs/answering.md,
+    "Back-ends"."""
     if args.backend != "openai":
         model = Path(args.model).expanduser()
         looks_local = model.is_absolute() or args.model.startswith((".", "~"))
@@ -200,11 +144,8 @@ def check_model_path(args: AnswerArguments) -> None:
 
 def resolve_prompt_format(args: AnswerArguments) -> tuple[str, object | None]:
     """The prompt format (given, or `chat` when the model has a chat template, always for
-    openai, else `plain`) and the tokenizer when one was needed to decide or to render.
-
-    Raises:
-        ValueError: the tokenizer is needed and cannot be loaded (one line, see `dry_run`).
-    """
+    openai, else `plain`) and the tokenizer when one was needed to decide or to render (a
+    ValueError in one line when it cannot be loaded)."""
     from generation.answering.dry_run import load_tokenizer
 
     if args.backend == "openai":
@@ -226,21 +167,9 @@ def resolve_prompt_format(args: AnswerArguments) -> tuple[str, object | None]:
     return ("chat" if tokenizer_has_chat_template(tokenizer) else "plain"), tokenizer
 
 
-def resolve_decoding(args: AnswerArguments, prompt_format: str) -> str:
-    """`greedy` or `authors` (openai only: the API's default temperature and no token limit),
-    by the rule `build questions` follows too (`generation.backends.openai.resolve_decoding`)."""
-    from generation.backends.openai import resolve_decoding as shared_rule
-
-    return shared_rule(args.backend, prompt_format, args.decoding)
-
-
 def prepare(args: AnswerArguments) -> Plan:
     """Step 1: checks the options, reads the rows, fixes each example's documents and prompt,
-    and computes the run's settings. Bad input fails here, before a model loads.
-
-    Raises:
-        ValueError: any bad option or input (the message names it).
-    """
+    and computes the run's settings: bad input fails here (ValueError), before a model loads."""
     args.check()
     check_model_path(args)
     check_backend_options(args.backend, backend_options(args, device=None))
@@ -266,7 +195,7 @@ def prepare(args: AnswerArguments) -> Plan:
         )
         for r in rows
     }
-    decoding = resolve_decoding(args, prompt_format)
+    decoding = resolve_decoding(args.backend, prompt_format, args.decoding)
     settings = {**run_meta(args, prompt_format, decoding), **input_fingerprints(args, all_rows)}
     qids = frozenset(r["qid"] for r in all_rows)
     return Plan(rows, shown, prompts, prompt_format, decoding, settings, tokenizer, qids)
@@ -275,11 +204,11 @@ def prepare(args: AnswerArguments) -> Plan:
 # --- step 2: resume -----------------------------------------------------------------------------
 
 
-def kept_row_fields(args: AnswerArguments, plan: Plan) -> dict:
-    """The settings each output row records itself, as this run would record them."""
+def row_settings(args: AnswerArguments, plan: Plan) -> dict:
+    """The settings each output row records itself, as this run records them."""
     return {
-        "model": args.model,
         "setting": args.setting,
+        "model": args.model,
         "seed": args.seed,
         "prompt_format": plan.prompt_format,
         "few_shot": args.few_shot,
@@ -288,13 +217,9 @@ def kept_row_fields(args: AnswerArguments, plan: Plan) -> dict:
 
 
 def resume(args: AnswerArguments, plan: Plan, state) -> tuple[list[dict], Path]:
-    """Step 2: refuses an output made with other settings or inputs, repairs torn lines, and
-    returns this process's share of the unfinished examples and the file it appends to.
-
-    Raises:
-        ResumeRefused: the output's settings or input fingerprints differ (or are missing).
-        ValueError: a line of the output is not an answer row.
-    """
+    """Step 2: refuses an output made with other settings or inputs (ResumeRefused) or holding
+    lines that are not answer rows (ValueError), repairs torn lines, and returns this process's
+    share of the unfinished examples and the file it appends to."""
     output = Path(args.output)
     # Every process checks (and writes the same settings); all have looked before anyone writes.
     work = has_work(output)
@@ -307,7 +232,8 @@ def resume(args: AnswerArguments, plan: Plan, state) -> tuple[list[dict], Path]:
     state.wait_for_everyone()
     kept = read_done(output)
     # Every kept row is the run's own (answered again otherwise would hide a mixed file).
-    check_kept_rows(kept, kept_row_fields(args, plan), plan.qids, key="qid", what=str(output))
+    run = {"model": args.model, **row_settings(args, plan)}  # the model is checked first
+    check_kept_rows(kept, run, plan.qids, key="qid", what=str(output))
     done = {r["qid"] for r in kept}
     state.wait_for_everyone()  # all have read before anyone appends
     todo = [r for r in plan.rows if r["qid"] not in done]
@@ -336,10 +262,9 @@ def backend_options(args: AnswerArguments, device: str | None) -> dict:
             opts["base_url"] = args.base_url
         if args.max_concurrency:
             opts["max_concurrency"] = args.max_concurrency
-        from generation.backends.openai import decoding_options
-
         # authors: the script set neither temperature nor a token limit (the API's defaults).
-        opts.update(decoding_options(resolve_decoding(args, args.prompt_format or "chat")))
+        decoding = resolve_decoding(args.backend, args.prompt_format or "chat", args.decoding)
+        opts.update(decoding_options(decoding))
     opts.update(parse_backend_options(args.backend_option))
     return opts
 
@@ -360,15 +285,10 @@ def check_process_layout(backend: str, num_processes: int) -> None:
 
 
 def chunk_size(args: AnswerArguments) -> int:
-    """How many prompts the runner hands the back-end at once (and writes out together).
-
-    hf: `--batch-size` (its own batch). openai: at least the concurrency limit, else fewer
-    requests than allowed would be in flight. vllm: at least 256, so that its continuous
-    batching has work to schedule. A chunk is also the most finished work a crash can lose.
-    """
+    """How many prompts the runner hands the back-end at once (and writes out together, the most
+    finished work a crash can lose): hf `--batch-size`; openai at least the concurrency limit, vllm
+    at least 256, so that neither runs with less work in flight than it could schedule."""
     if args.backend == "openai":
-        from generation.backends.openai import DEFAULT_MAX_CONCURRENCY
-
         options = parse_backend_options(args.backend_option)
         concurrency = options.get("max_concurrency", args.max_concurrency)
         return max(args.batch_size, int(concurrency or DEFAULT_MAX_CONCURRENCY))
@@ -383,12 +303,7 @@ def output_record(args: AnswerArguments, plan: Plan, row: dict, gen) -> dict:
     record.update(
         docs=plan.shown[row["qid"]],
         gen_answer=gen.text.strip(),
-        setting=args.setting,
-        model=args.model,
-        seed=args.seed,
-        prompt_format=plan.prompt_format,
-        few_shot=args.few_shot,
-        decoding=plan.decoding,
+        **row_settings(args, plan),
         num_new_tokens=gen.num_tokens,
     )
     return record
@@ -413,9 +328,7 @@ def generate(args: AnswerArguments, plan: Plan, backend, todo: list[dict], targe
         dynamic_ncols=True,
     )
     with ResumableJsonl(target, key=lambda r: r.get("qid")) as out:
-        chunk = chunk_size(args)
-        for start in range(0, len(jobs), chunk):
-            batch = jobs[start : start + chunk]
+        for batch in chunks(jobs, chunk_size(args)):
             prompts = [plan.prompts[r["qid"]] for r in batch]
             gens = backend.generate(prompts, max_new_tokens=args.max_new_tokens)
             out.append(output_record(args, plan, r, g) for r, g in zip(batch, gens, strict=True))
@@ -453,11 +366,12 @@ def report(args: AnswerArguments, answered: int, new_tokens: int, elapsed: float
 # --- the run ------------------------------------------------------------------------------------
 
 
-def _state():
-    """accelerate's PartialState (one process when not launched by accelerate).
+def process_state(timeout=None):
+    """accelerate's PartialState: rank, world size, device (one process when not launched by
+    accelerate); `timeout` bounds the waits for the other processes (accelerate's default: None).
 
     Without CUDA, accelerate only forms a process group (gloo) when asked for CPU explicitly;
-    otherwise every launched process would think it is alone and answer everything.
+    otherwise every launched process would think it is alone and do all the work.
     """
     from generation.extras import require
 
@@ -466,7 +380,8 @@ def _state():
     from accelerate import PartialState
 
     use_cpu = os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes")
-    return PartialState(cpu=use_cpu or not torch.cuda.is_available())
+    kwargs = {} if timeout is None else {"timeout": timeout}
+    return PartialState(cpu=use_cpu or not torch.cuda.is_available(), **kwargs)
 
 
 def write_dry_run(args: AnswerArguments, plan: Plan) -> int:
@@ -506,7 +421,7 @@ def run(args: AnswerArguments) -> int:
     if args.dry_run:
         with output_lock(output, f"--output {output}"):
             return write_dry_run(args, prepare(args))
-    state = _state()
+    state = process_state()
     check_process_layout(args.backend, state.num_processes)
     # One run per output: each process locks the file it appends to, so that every process of
     # a second run is refused (none waits for a partner that gave up).

@@ -18,17 +18,9 @@ def read_rows(
     retrieved: str | None = None,
     limit: int | None = None,
 ) -> list[dict]:
-    """The split's rows as plain dicts, in data order, validated (give one of `data_dir`,
-    `config`, `dataset`).
-
-    Args:
-        data_dir: a folder with the release's raw files.
-        config: `sample` for the paper's worked examples.
-        dataset: a JSON/JSONL file of rows, a `save_to_disk` folder, or a Hub dataset id.
-        split: the split.
-        retrieved: `ambigdocs retrieve` output (folder or JSONL) whose `retrieved` lists join
-            the rows by qid.
-        limit: keep only the first N rows (after validation of all).
+    """The split's rows of one of `data_dir`, `config`, `dataset` as plain dicts, in data order,
+    validated; `retrieved` (`ambigdocs retrieve` output) joins them by qid; `limit` keeps the first
+    N rows (after all are validated).
 
     Raises:
         ValueError: no rows, a row lacks `qid`/`question`/`documents`, a qid is not a string

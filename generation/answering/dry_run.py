@@ -1,15 +1,6 @@
-"""`ambigdocs answer --dry-run`: the exact model inputs of a run, without a model or a request.
-
-Each example's row in the dry-run file holds the data set's row (without `retrieved`), the
-documents shown (`docs`), and `prompt`, what the back-end receives: the text an open model (hf,
-vllm) tokenises (its BOS is added by the tokenizer and is not part of the text, except where a
-chat template writes it), or a list of chat messages (the chat format, and always for openai:
-the list the API is sent). For chat messages to an open model, `prompt_text` is the text its
-chat template renders. The rows are a dataset trl reads as it is (`prompt`, conversational or
-not, plus the columns the rewards in `generation/rewards.py` need: docs/training.md). Chat
-prompts for open models need the tokenizer; that is the only thing a dry run may load, and only
-for `--prompt-format chat` (or no format given).
-"""
+"""`ambigdocs answer --dry-run`: the exact model inputs of a run (`prompt`, and `prompt_text` for
+chat messages to an open model), without a model or a request; only the tokenizer may load, for
+chat prompts. The rows: docs/answering.md, "Dry run: the exact model inputs"."""
 
 from __future__ import annotations
 
@@ -38,12 +29,9 @@ def load_tokenizer(name: str, *, trust_remote_code: bool = False, why: str):
 
 def model_input(prompt: Prompt, backend_kind: str, tokenizer=None, model_name: str = "") -> dict:
     """What the back-end receives for one prompt, as `prompt`: for openai the messages sent (a
-    string is sent as one user turn); for hf/vllm the text, or chat messages, with `prompt_text`
-    the text the tokenizer's chat template renders from them, as the back-ends do.
-
-    When the template rejects a system turn, the back-ends move it into the user turn
-    (`generation.backends.hf.render_prompt`); `prompt` is then the messages after that move, so
-    that trl, which renders `prompt` with the same template, can render them too.
+    string as one user turn); for hf/vllm the text, or chat messages (after the move of a system
+    turn the template rejects, so that trl can render them with the same template) with
+    `prompt_text` the text the chat template renders.
 
     Raises:
         ValueError: chat messages for an open model without a tokenizer or chat template.
@@ -56,16 +44,9 @@ def model_input(prompt: Prompt, backend_kind: str, tokenizer=None, model_name: s
         return {"prompt": prompt}
     if tokenizer is None:
         raise ValueError("chat prompts for an open model need its tokenizer (chat template)")
-    from jinja2.exceptions import TemplateError
+    from generation.backends.hf import render_chat
 
-    from generation.backends.hf import merge_system_into_first_user, render_prompt
-
-    text = render_prompt(tokenizer, prompt, model_name or "the model")
-    messages = [dict(m) for m in prompt]
-    try:
-        tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    except TemplateError:
-        messages = merge_system_into_first_user(messages)
+    text, messages = render_chat(tokenizer, prompt, model_name or "the model")
     return {"prompt": messages, "prompt_text": text}
 
 

@@ -1,23 +1,6 @@
-"""Passage embeddings for `ambigdocs retrieve`: encoded in shards, or imported from NumPy files.
-
-Encoding: the passage file is cut into shards of `shard_size` consecutive passages (shard k holds
-passages k*shard_size ...); with P processes (`accelerate launch`), process r encodes the shards
-k with k % P == r. The shards depend on the file and `shard_size` only, never on P, so any
-number of processes gives the same vectors, and a merge that reads the shards in order builds
-the same index. Each finished shard is saved atomically as three files, the metadata last:
-
-    shard-00012.npy           float32 (n, dim) embeddings
-    shard-00012.offsets.npy   int64 byte offset of each passage's row in the passage file
-    shard-00012.json          the settings it was made with, and n
-
-A rerun skips shards whose metadata matches its settings (passage file and its fingerprint,
-model and the fingerprint of a local model folder, passage format, shard size), so a killed run
-loses at most the shards in progress; a shard made with other settings is refused, naming the
-differences, unless `overwrite` (which encodes everything again): the project's resume rule
-(generation/io/resume.py), kept per shard because several processes write shards at once.
-
-Import: precomputed embeddings (e.g. the GTR Wikipedia embeddings the authors used, from ALCE)
-are read from `.npy` files with `np.load(allow_pickle=False)`: nothing is ever unpickled.
+"""Passage embeddings for `ambigdocs retrieve`: encoded in shards (spread over processes, each
+saved atomically with its settings last, resumed by the project's resume rule), or imported
+from `.npy` files, never unpickled. Layout and rules: docs/answering.md, `ambigdocs retrieve`.
 """
 
 from __future__ import annotations
@@ -50,16 +33,9 @@ def passages_identity(path: str | os.PathLike) -> dict:
 
 
 class ShardStore:
-    """The embedding shards of one passage file and model, in `folder`.
-
-    Args:
-        folder: where the shards are (created when needed).
-        settings: what the shards must have been made with (JSON-serialisable).
-        overwrite: discard shards instead of refusing those made with other settings.
-
-    Raises:
-        ValueError: (without `overwrite`) a shard in `folder` was made with other settings.
-    """
+    """The embedding shards of one passage file and model in `folder`, made with `settings`
+    (JSON-serialisable); `overwrite` discards shards made with other settings instead of refusing
+    them (ResumeRefused)."""
 
     def __init__(self, folder: str | os.PathLike, settings: dict, overwrite: bool = False):
         self.folder = Path(folder)
@@ -90,8 +66,7 @@ class ShardStore:
 
     def is_done(self, k: int) -> bool:
         """Whether shard k is saved with these settings (always False with `overwrite`)."""
-        meta = self._paths(k)[2]
-        return not self.overwrite and meta.exists()
+        return not self.overwrite and self._paths(k)[2].exists()
 
     def save(self, k: int, vectors: np.ndarray, offsets: np.ndarray, rank: int = 0) -> None:
         """Saves shard k: vectors and offsets first, then the metadata that vouches for them."""
@@ -172,26 +147,10 @@ def encode_shards(
     chunk_size: int = 8192,
     progress: bool = True,
 ) -> int:
-    """Encodes this process's unfinished shards of the passage file; returns the passage count.
-
-    Args:
-        passages: the DPR TSV.
-        store: where shards go.
-        encode_documents: list of strings -> (n, dim) array.
-        shard_size: passages per shard (part of the settings: shards of another size are refused).
-        rank: this process's index among `world_size` processes.
-        world_size: number of processes sharing the work.
-        chunk_size: passages per `encode_documents` call.
-        progress: a tqdm bar over the bytes of the file.
-
-    Every process reads the whole file (parsing is cheap next to encoding) but formats and
-    encodes only the rows of its own unfinished shards. The process of rank 0 records the
-    passage count (`store.write_plan`).
-    """
-    if shard_size < 1 or chunk_size < 1:
-        raise ValueError(
-            f"--shard-size and --chunk-size must be >= 1, got {shard_size}, {chunk_size}"
-        )
+    """Encodes the unfinished shards of process `rank` of `world_size` (`encode_documents`: a
+    list of strings -> an (n, dim) array, called on `chunk_size` passages at a time); returns
+    the passage count, which rank 0 records (`store.write_plan`). Every process reads the whole
+    file (parsing is cheap next to encoding) but encodes only its own shards."""
     store.folder.mkdir(parents=True, exist_ok=True)
     current, vectors, offsets, texts = -1, [], [], []
 
@@ -251,13 +210,8 @@ def load_shards(store: ShardStore) -> tuple[list[np.ndarray], np.ndarray]:
     return vectors, np.concatenate(offsets)
 
 
-# --- precomputed embeddings ---------------------------------------------------------------------
-
-
 def _load_npy(path: str, what: str) -> np.ndarray:
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"{what} {path}: no such file" + (" (a folder)" if path.is_dir() else ""))
+    # The option checks (`retrieve.check_arguments`) have refused missing files and folders.
     try:
         return np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as err:  # object arrays (pickles inside .npy), or not a .npy file
@@ -269,16 +223,13 @@ def _load_npy(path: str, what: str) -> np.ndarray:
 
 
 def load_embeddings(files: Sequence[str], id_files: Sequence[str] = ()) -> tuple[list, list]:
-    """Memory-mapped embedding arrays and their id arrays (or None), validated.
-
-    Args:
-        files: `.npy` files of (n_i, dim) float32/float16 embeddings, in passage-file order.
-        id_files: one `.npy` file per embeddings file: (n_i,) passage ids (integers or strings),
-            or none at all.
+    """Memory-mapped (n_i, dim) float32/float16 embedding arrays of `files`, in passage-file
+    order, and their (n_i,) passage ids (integers or strings) of `id_files`, one per file (or None
+    each without them), validated.
 
     Raises:
-        ValueError: a missing file, a pickled or non-NumPy file, a wrong shape or dtype, or id
-            files that do not pair with the embeddings files.
+        ValueError: a pickled or non-NumPy file, a wrong shape or dtype, or id files that do not
+            pair with the embeddings files.
     """
     if id_files and len(id_files) != len(files):
         raise ValueError(
@@ -317,14 +268,9 @@ def load_embeddings(files: Sequence[str], id_files: Sequence[str] = ()) -> tuple
 def match_passages(
     passages: str | os.PathLike, arrays: Sequence[np.ndarray], ids: Sequence, progress: bool = True
 ) -> np.ndarray:
-    """The byte offset of each embedding row's passage; rows must follow the file's order.
-
-    Embedding row i (over the concatenated files) is the i-th passage of the file, as in the
-    authors' GTR index built from `psgs_w100.tsv` in order; given ids are checked against it.
-
-    Raises:
-        ValueError: the counts differ, or an id is not the passage's id at that row.
-    """
+    """The byte offset of each embedding row's passage: row i (over the concatenated files) is
+    the i-th passage of the file, as in the authors' GTR index built from `psgs_w100.tsv` in order;
+    given ids are checked against it (ValueError, as when the counts differ)."""
     total = sum(len(a) for a in arrays)
     flat_ids = None if ids[0] is None else np.concatenate([np.asarray(i).astype(str) for i in ids])
     offsets = np.empty(total, dtype=np.int64)

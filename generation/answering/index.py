@@ -1,18 +1,11 @@
-"""faiss indexes for `ambigdocs retrieve`: built from a factory string, trained on a sample.
-
-Any faiss index-factory string works (https://github.com/facebookresearch/faiss/wiki/The-index-factory):
-`Flat` (exact, float32), `SQfp16` (exact up to float16 rounding, half the memory), `HNSW32`
-(graph, no training), `IVF65536,PQ64` (inverted lists with 64-byte codes), ... The metric is
-inner product, as in the exact index the command always built. Index types that need training
-(IVF, PQ, SQ8, OPQ, ...) are trained on a uniform random sample of the vectors, drawn with a
-fixed seed so that the same vectors give the same index.
+"""faiss indexes for `ambigdocs retrieve`: any index-factory string, inner product, trained on a
+uniform sample drawn with a fixed seed (docs/answering.md, "Index types").
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
@@ -38,13 +31,8 @@ def make_index(spec: str, dim: int):
 
 
 def check_spec(spec: str, dim: int, train_size: int) -> None:
-    """Refuses a bad factory string, or a training sample smaller than the IVF lists, early.
-
-    Called before encoding, so that hours of encoding are not followed by the error.
-
-    Raises:
-        ValueError: as `make_index`, or `train_size` below the number of IVF lists.
-    """
+    """Refuses (ValueError) a bad factory string, or a training sample smaller than the IVF
+    lists, before encoding, so that hours of encoding are not followed by the error."""
     import faiss
 
     index = make_index(spec, dim)
@@ -116,16 +104,10 @@ def build(
     add_batch: int = 65536,
     progress: bool = True,
 ):
-    """An index of factory string `spec` holding every row of `sources`, in order.
-
-    Args:
-        spec: a faiss index-factory string.
-        sources: (n_i, dim) arrays (memory-mapped shards are fine), added in order, so that
-            vector id i is row i of their concatenation.
-        train_size: vectors in the training sample (types that need training only).
-        seed: seed of the training sample.
-        add_batch: rows converted to float32 and added at a time (bounds extra memory).
-        progress: a tqdm bar over the vectors added.
+    """An index of factory string `spec` holding every row of `sources` ((n_i, dim) arrays,
+    memory-mapped shards are fine) in order, so that vector id i is row i of their
+    concatenation; trained on `train_size` rows sampled with `seed` when its type needs it, and
+    filled `add_batch` rows at a time (bounding the extra memory).
 
     Raises:
         ValueError: no vectors, sources of different widths, a bad spec or too small a sample.
@@ -176,9 +158,8 @@ def write(index, path: str | os.PathLike) -> None:
     atomic_write_binary(path, lambda f: faiss.write_index(index, faiss.PyCallbackIOWriter(f.write)))
 
 
-def read(path: str | os.PathLike, mmap: bool = False):
-    """Loads an index saved by `write`; `mmap` maps it from disk instead of reading it whole."""
+def read(path: str | os.PathLike):
+    """Loads an index saved by `write`."""
     import faiss
 
-    flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
-    return faiss.read_index(str(Path(path)), flags)
+    return faiss.read_index(str(path))

@@ -1,23 +1,17 @@
 """The options of `ambigdocs answer` (and the data options `ambigdocs retrieve` shares), as typed
-dataclasses parsed the project's one way (`generation/options.py`: values type-checked, one-line
-errors).
-
-Each field is one flag (`data_dir` -> `--data-dir`, also `--data_dir`); its `help` metadata is the
-flag's help. `--args-file FILE.yaml` reads the same options from YAML (keys are field names); a
-flag given on the command line always wins over the file.
-"""
+dataclasses parsed the project's one way (`generation/options.py`); each field is one flag."""
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from generation.documents import DEFAULT_NUM_DOCS
 from generation.io.outputs import check_distinct_outputs, check_output_file
 from generation.io.resume import meta_path
-from generation.options import check_at_least, parse_argv
+from generation.options import check_at_least, option, parse_argv
 
 Backend = Literal["hf", "vllm", "openai"]
 Setting = Literal["gold-only", "gold-retrieved", "retrieved-only"]
@@ -25,26 +19,19 @@ PromptFormat = Literal["chat", "plain", "authors"]
 Decoding = Literal["greedy", "authors"]
 
 
-def _help(text: str, **more) -> dict:
-    return {"metadata": {"help": text, **more}}
-
-
 @dataclass
 class DataArguments:
     """Where the examples come from (one of `data_dir`, `config`, `dataset`) and which of them."""
 
-    data_dir: str | None = field(
-        default=None, **_help("folder with the release's raw files (test.json, ...)")
+    data_dir: str | None = option(None, "folder with the release's raw files (test.json, ...)")
+    config: Literal["sample"] | None = option(
+        None, "`sample`: the paper's worked examples (offline)"
     )
-    config: Literal["sample"] | None = field(
-        default=None, **_help("`sample`: the paper's worked examples (offline)")
+    dataset: str | None = option(
+        None, "a JSON/JSONL file of rows, a saved dataset folder, or a Hub dataset id"
     )
-    dataset: str | None = field(
-        default=None,
-        **_help("a JSON/JSONL file of rows, a saved dataset folder, or a Hub dataset id"),
-    )
-    split: str = field(default="test", **_help("the split to answer"))
-    limit: int | None = field(default=None, **_help("answer only the first N examples"))
+    split: str = option("test", "the split to answer")
+    limit: int | None = option(None, "answer only the first N examples")
 
     def check_source(self) -> None:
         """Raises ValueError unless exactly one data source is given, and the limit is >= 1."""
@@ -65,76 +52,57 @@ class DataArguments:
 class AnswerArguments(DataArguments):
     """Every option of `ambigdocs answer` (paper Section 5, Figures 11-12)."""
 
-    model: str | None = field(
-        default=None, **_help("local folder, Hub id, or API model name", required=True)
+    model: str | None = option(None, "local folder, Hub id, or API model name", required=True)
+    output: str | None = option(None, "the answers, JSONL", required=True)
+    backend: Backend = option("hf", "hf (transformers), vllm, openai")
+    setting: Setting = option("gold-only", "the paper's document setting")
+    retrieved: str | None = option(
+        None, "`ambigdocs retrieve` output (its folder or SPLIT.jsonl) for the retrieved settings"
     )
-    output: str | None = field(default=None, **_help("the answers, JSONL", required=True))
-    backend: Backend = field(default="hf", **_help("hf (transformers), vllm, openai"))
-    setting: Setting = field(default="gold-only", **_help("the paper's document setting"))
-    retrieved: str | None = field(
-        default=None,
-        **_help(
-            "`ambigdocs retrieve` output (its folder or SPLIT.jsonl) for the retrieved settings"
-        ),
+    num_docs: int = option(DEFAULT_NUM_DOCS, "documents shown")
+    few_shot: bool = option(False, "few-shot prompt (Figure 12, or the authors')")
+    exemplars: str | None = option(
+        None, "JSON/JSONL exemplars (question, docs, answer) for few-shot"
     )
-    num_docs: int = field(default=DEFAULT_NUM_DOCS, **_help("documents shown"))
-    few_shot: bool = field(default=False, **_help("few-shot prompt (Figure 12, or the authors')"))
-    exemplars: str | None = field(
-        default=None, **_help("JSON/JSONL exemplars (question, docs, answer) for few-shot")
+    seed: int = option(0, "seeds document sampling and shuffling")
+    batch_size: int = option(8, "hf: prompts per generate call; see docs")
+    max_new_tokens: int = option(300, "the generation budget")
+    prompt_format: PromptFormat | None = option(
+        None,
+        "chat/plain: the paper's Figures 11-12; authors: the exact strings of the authors' "
+        "answering script (raw [INST] text for open models, their two few-shot exemplars). "
+        "Default: chat when the model has a chat template (always for openai), else plain",
     )
-    seed: int = field(default=0, **_help("seeds document sampling and shuffling"))
-    batch_size: int = field(default=8, **_help("hf: prompts per generate call; see docs"))
-    max_new_tokens: int = field(default=300, **_help("the generation budget"))
-    prompt_format: PromptFormat | None = field(
-        default=None,
-        **_help(
-            "chat/plain: the paper's Figures 11-12; authors: the exact strings of the authors' "
-            "answering script (raw [INST] text for open models, their two few-shot exemplars). "
-            "Default: chat when the model has a chat template (always for openai), else plain"
-        ),
+    decoding: Decoding | None = option(
+        None,
+        "openai: greedy (temperature 0, --max-new-tokens) or authors (no temperature and no "
+        "token limit sent: the API's defaults, as the authors' script). Default: authors with "
+        "--prompt-format authors, else greedy. Open models always decode greedily",
     )
-    decoding: Decoding | None = field(
-        default=None,
-        **_help(
-            "openai: greedy (temperature 0, --max-new-tokens) or authors (no temperature and no "
-            "token limit sent: the API's defaults, as the authors' script). Default: authors with "
-            "--prompt-format authors, else greedy. Open models always decode greedily"
-        ),
+    dry_run: bool = option(
+        False,
+        "load no model and send no request: write OUTPUT as JSONL with each example's row, "
+        "shown docs and exact model input (prompt: text or chat messages), a dataset trl reads",
     )
-    dry_run: bool = field(
-        default=False,
-        **_help(
-            "load no model and send no request: write OUTPUT as JSONL with each example's row, "
-            "shown docs and exact model input (prompt: text or chat messages), a dataset trl reads"
-        ),
+    overwrite: bool = option(False, "discard an existing output and start again")
+    export_json: str | None = option(None, "also write the authors' results JSON (a JSON list)")
+    evaluate: bool = option(False, "score the output at the end")
+    evaluate_dir: str | None = option(None, "where --evaluate writes (default OUTPUT_STEM.eval/)")
+    evaluate_args: str = option(
+        "", 'more `ambigdocs evaluate` arguments for --evaluate: --evaluate-args="--no-df1"'
     )
-    overwrite: bool = field(default=False, **_help("discard an existing output and start again"))
-    export_json: str | None = field(
-        default=None, **_help("also write the authors' results JSON (a JSON list)")
+    adapter: str | None = option(None, "hf/vllm: a PEFT (LoRA) adapter folder")
+    dtype: str = option("auto", "hf/vllm: auto, float32, float16, bfloat16")
+    base_url: str | None = option(None, "openai: an OpenAI-compatible server")
+    max_concurrency: int | None = option(None, "openai: requests in flight at once")
+    args_file: str | None = option(
+        None, "a YAML file of these options (keys: the option names); flags given here win"
     )
-    evaluate: bool = field(default=False, **_help("score the output at the end"))
-    evaluate_dir: str | None = field(
-        default=None, **_help("where --evaluate writes (default OUTPUT_STEM.eval/)")
-    )
-    evaluate_args: str = field(
-        default="",
-        **_help('more `ambigdocs evaluate` arguments for --evaluate: --evaluate-args="--no-df1"'),
-    )
-    adapter: str | None = field(default=None, **_help("hf/vllm: a PEFT (LoRA) adapter folder"))
-    dtype: str = field(default="auto", **_help("hf/vllm: auto, float32, float16, bfloat16"))
-    base_url: str | None = field(default=None, **_help("openai: an OpenAI-compatible server"))
-    max_concurrency: int | None = field(default=None, **_help("openai: requests in flight at once"))
-    args_file: str | None = field(
-        default=None,
-        **_help("a YAML file of these options (keys: the option names); flags given here win"),
-    )
-    backend_option: list[str] = field(
-        default_factory=list,
-        metadata={
-            "help": "any other back-end option (VALUE read as a YAML scalar), repeatable",
-            "aliases": ["--backend-arg"],
-            "metavar": "KEY=VALUE",
-        },
+    backend_option: list[str] = option(
+        [],
+        "any other back-end option (VALUE read as a YAML scalar), repeatable",
+        aliases=["--backend-arg"],
+        metavar="KEY=VALUE",
     )
 
     def check(self) -> None:
@@ -188,5 +156,4 @@ def parse_answer_args(argv: list[str] | None = None) -> AnswerArguments:
             `--args-file` or one with unknown keys or values of the wrong type (names the key).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    (args,) = parse_argv("ambigdocs answer", DESCRIPTION, [AnswerArguments], argv)
-    return args
+    return parse_argv("ambigdocs answer", DESCRIPTION, [AnswerArguments], argv)[0]

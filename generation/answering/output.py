@@ -1,11 +1,5 @@
-"""The files of an `ambigdocs answer` run: the output, its shards, its settings, and resuming.
-
-- `OUTPUT`: the answers (JSONL, one finished example a line);
-- `OUTPUT.part<rank>.jsonl`: each process's shard under `accelerate launch`, merged into OUTPUT
-  at the end;
-- `OUTPUT.meta.json`: the run's settings and input fingerprints, checked by the project's resume
-  rule (`generation.io.resume.check_settings`) before a run continues an output.
-"""
+"""The files of an `ambigdocs answer` run: OUTPUT (the answers, JSONL), each process's shard
+`OUTPUT.part<rank>.jsonl` (merged into OUTPUT at the end) and the settings `OUTPUT.meta.json`."""
 
 from __future__ import annotations
 
@@ -86,11 +80,9 @@ def read_done(output: Path) -> list[dict]:
 
 
 def merge_output(output: Path, order: Sequence) -> int:
-    """Rewrites OUTPUT atomically with all finished rows in data order, then drops the shards.
-
-    Rows of qids not in `order` (e.g. a later run with a smaller --limit) keep their place
-    after the others. Returns the number of rows.
-    """
+    """Rewrites OUTPUT atomically with all finished rows in data order (rows of qids not in
+    `order`, e.g. after a later run with a smaller --limit, after the others), then drops the
+    shards; returns the number of rows."""
     rows = read_done(output)
     rank = {qid: i for i, qid in enumerate(order)}
     rows.sort(key=lambda r: rank.get(r["qid"], len(rank)))

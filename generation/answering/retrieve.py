@@ -3,28 +3,15 @@
     ambigdocs retrieve --data-dir D --split test --passages psgs_w100.tsv \\
         --model sentence-transformers/gtr-t5-xxl --top-k 5 --output runs/retrieval
 
-Writes OUTPUT/SPLIT.jsonl: every row of the split plus `retrieved`, a list of `pid`, `title`,
-`text`, `score` (best first), which `ambigdocs answer --setting gold-retrieved|retrieved-only
---retrieved OUTPUT` reads.
-
-The passage file (`id<TAB>text<TAB>title` with a header row; 21M rows, ~13 GB for the paper's
-Wikipedia) is streamed, never loaded whole. Three steps, each resumable:
-
-1. encode: passages (`"{title} {text}"`) are encoded in shards saved under OUTPUT/embeddings/
-   (generation/answering/encode.py); `accelerate launch` spreads the shards over processes;
-   or `--embeddings` imports precomputed embeddings from `.npy` files instead;
-2. index: the main process builds the faiss index `--index` (a factory string; trained on a
-   sample when the type needs it) from the shards, under OUTPUT/index/INDEX/
-   (generation/answering/index.py), with each vector's byte offset in the passage file;
-3. search: questions are encoded and searched; hits are read back from the passage file.
+Three resumable steps: encode the passages in shards (`encode.py`, or import `--embeddings`),
+build the faiss index (`index.py`), search; docs/answering.md, section `ambigdocs retrieve`.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -40,10 +27,11 @@ from generation.answering.encode import (
     passages_identity,
 )
 from generation.answering.options import DataArguments
+from generation.boundary import one_line
 from generation.io.passages import read_passage_at
 from generation.io.records import atomic_write_json, atomic_write_jsonl, atomic_write_npy
 from generation.io.resume import file_fingerprint, read_saved_json, unreadable_state
-from generation.options import check_at_least
+from generation.options import check_at_least, option
 
 DEFAULT_MODEL = "sentence-transformers/gtr-t5-xxl"  # the paper's GTR
 # Processes wait for each other after encoding: the slowest may finish hours after the fastest.
@@ -54,52 +42,39 @@ ENCODE_TIMEOUT = timedelta(days=7)
 class RetrieveArguments(DataArguments):
     """Options of `ambigdocs retrieve`: the data options `answer` has, and these."""
 
-    passages: str = field(metadata={"help": "DPR TSV: id, text, title (with a header row)."})
-    output: str = field(metadata={"help": "Folder: SPLIT.jsonl, embeddings/ and index/."})
-    model: str = field(
-        default=DEFAULT_MODEL,
-        metadata={"help": "A sentence-transformers model (encodes passages and questions)."},
+    passages: str = option(help="DPR TSV: id, text, title (with a header row).")
+    output: str = option(help="Folder: SPLIT.jsonl, embeddings/ and index/.")
+    model: str = option(
+        DEFAULT_MODEL, "A sentence-transformers model (encodes passages and questions)."
     )
-    top_k: int = field(default=5, metadata={"help": "Passages retrieved per question."})
-    index: str = field(
-        default="Flat",
-        metadata={
-            "help": "A faiss index-factory string, inner product: Flat (exact), SQfp16 (exact "
-            "up to float16), HNSW32, IVF65536,PQ64, ... (docs/answering.md compares them)."
-        },
+    top_k: int = option(5, "Passages retrieved per question.")
+    index: str = option(
+        "Flat",
+        "A faiss index-factory string, inner product: Flat (exact), SQfp16 (exact "
+        "up to float16), HNSW32, IVF65536,PQ64, ... (docs/answering.md compares them).",
     )
-    train_size: int = field(
-        default=262144,
-        metadata={"help": "Vectors sampled to train index types that need it (IVF, PQ, ...)."},
+    train_size: int = option(
+        262144, "Vectors sampled to train index types that need it (IVF, PQ, ...)."
     )
-    search_params: str | None = field(
-        default=None,
-        metadata={"help": "faiss search-time parameters, e.g. nprobe=64 (IVF), efSearch=128."},
+    search_params: str | None = option(
+        None, "faiss search-time parameters, e.g. nprobe=64 (IVF), efSearch=128."
     )
-    embeddings: list[str] | None = field(
-        default=None,
-        metadata={
-            "help": "Precomputed passage embeddings: .npy files of (n, dim) float32/float16, "
-            "rows in passage-file order (never unpickled). Skips encoding."
-        },
+    embeddings: list[str] | None = option(
+        None,
+        "Precomputed passage embeddings: .npy files of (n, dim) float32/float16, "
+        "rows in passage-file order (never unpickled). Skips encoding.",
     )
-    embedding_ids: list[str] | None = field(
-        default=None,
-        metadata={"help": "One .npy of passage ids per --embeddings file, checked against it."},
+    embedding_ids: list[str] | None = option(
+        None, "One .npy of passage ids per --embeddings file, checked against it."
     )
-    batch_size: int = field(default=128, metadata={"help": "Encoder batch size."})
-    chunk_size: int = field(default=8192, metadata={"help": "Passages per encode call."})
-    shard_size: int = field(
-        default=262144, metadata={"help": "Passages per saved shard (the unit of resuming)."}
+    batch_size: int = option(128, "Encoder batch size.")
+    chunk_size: int = option(8192, "Passages per encode call.")
+    shard_size: int = option(262144, "Passages per saved shard (the unit of resuming).")
+    device: str | None = option(None, "Encoder device (default: the process's accelerator).")
+    overwrite: bool = option(
+        False, "Encode again and rebuild the index instead of reusing/refusing them."
     )
-    device: str | None = field(
-        default=None, metadata={"help": "Encoder device (default: the process's accelerator)."}
-    )
-    overwrite: bool = field(
-        default=False,
-        metadata={"help": "Encode again and rebuild the index instead of reusing/refusing them."},
-    )
-    progress: bool = field(default=True, metadata={"help": "Show progress bars."})
+    progress: bool = option(True, "Show progress bars.")
 
 
 def check_arguments(args: RetrieveArguments) -> None:
@@ -113,10 +88,10 @@ def check_arguments(args: RetrieveArguments) -> None:
     files = [("--passages", args.passages)]
     files += [("--embeddings", f) for f in args.embeddings or []]
     files += [("--embedding-ids", f) for f in args.embedding_ids or []]
-    for option, path in files:
+    for flag, path in files:
         if not Path(path).is_file():
             kind = "a folder, not a file" if Path(path).is_dir() else "no such file"
-            raise ValueError(f"{option} {path}: {kind}")
+            raise ValueError(f"{flag} {path}: {kind}")
     if args.embedding_ids and not args.embeddings:
         raise ValueError("--embedding-ids needs --embeddings")
     check_output_folder(args.output)
@@ -128,15 +103,10 @@ def check_output_folder(output: str) -> None:
     Raises:
         ValueError: one line naming the file.
     """
-    for folder in (Path(output), *Path(output).parents):
-        if folder.is_file():
-            what = "a file" if folder == Path(output) else f"{folder} is a file"
-            raise ValueError(f"--output {output}: {what}, not a folder")
-        if folder.is_dir():
-            return
-
-
-# --- the encoder ------------------------------------------------------------------------------
+    folder = next((p for p in (Path(output), *Path(output).parents) if p.exists()), None)
+    if folder is not None and folder.is_file():
+        what = "a file" if folder == Path(output) else f"{folder} is a file"
+        raise ValueError(f"--output {output}: {what}, not a folder")
 
 
 def load_encoder(model: str, device: str | None, batch_size: int = 128):
@@ -145,8 +115,6 @@ def load_encoder(model: str, device: str | None, batch_size: int = 128):
 
     quiet_bitsandbytes()  # before sentence-transformers imports bitsandbytes (through peft)
     from sentence_transformers import SentenceTransformer
-
-    from generation.boundary import one_line
 
     try:
         st = SentenceTransformer(model, device=device)
@@ -160,9 +128,6 @@ def load_encoder(model: str, device: str | None, batch_size: int = 128):
         return fn(texts, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
 
     return st, encode
-
-
-# --- the saved index --------------------------------------------------------------------------
 
 
 class SavedIndex:
@@ -194,10 +159,12 @@ class SavedIndex:
         if {k: v for k, v in saved.items() if k != "dim"} == self.identity:
             return True
         # Same vectors, another training sample: the index is only derived data, build it again.
-        trains = not faiss_index.make_index(self.spec, saved["dim"]).is_trained
-        return not trains
+        return faiss_index.make_index(self.spec, saved["dim"]).is_trained
 
-    def save(self, index, offsets) -> None:
+    def build(self, vectors, offsets, progress: bool) -> None:
+        """Builds the index of `vectors` and saves it with their passages' `offsets`."""
+        train_size = self.identity["train_size"]
+        index = faiss_index.build(self.spec, vectors, train_size=train_size, progress=progress)
         faiss_index.write(index, self.folder / "passages.faiss")
         atomic_write_npy(self.folder / "offsets.npy", offsets)
         meta = {"identity": {**self.identity, "dim": index.d}, "count": int(index.ntotal)}
@@ -216,22 +183,6 @@ class SavedIndex:
             why = f"{index.ntotal} vectors but {offsets.shape} offsets"
             raise unreadable_state(self.folder / "offsets.npy", "the index's offsets", why)
         return index, offsets
-
-
-# --- the steps --------------------------------------------------------------------------------
-
-
-def process_state():
-    """accelerate's PartialState: rank, world size, device of this process (1 process alone).
-
-    Without CUDA, accelerate forms a process group (gloo) only when asked for CPU explicitly;
-    otherwise every launched process would think it is alone and encode everything.
-    """
-    import torch
-    from accelerate import PartialState
-
-    use_cpu = os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true", "yes")
-    return PartialState(cpu=use_cpu or not torch.cuda.is_available(), timeout=ENCODE_TIMEOUT)
 
 
 def index_from_passages(args: RetrieveArguments, state, encode):
@@ -263,11 +214,7 @@ def index_from_passages(args: RetrieveArguments, state, encode):
         state.wait_for_everyone()
         if not state.is_main_process:
             return None
-        vectors, offsets = load_shards(store)
-        index = faiss_index.build(
-            args.index, vectors, train_size=args.train_size, progress=args.progress
-        )
-        saved.save(index, offsets)
+        saved.build(*load_shards(store), args.progress)
     return saved.load() if state.is_main_process else None
 
 
@@ -292,10 +239,7 @@ def index_from_embeddings(args: RetrieveArguments, dim: int):
     saved = SavedIndex(Path(args.output), args.index, source, args.train_size)
     if not saved.current(args.overwrite):
         offsets = match_passages(args.passages, arrays, ids, progress=args.progress)
-        index = faiss_index.build(
-            args.index, arrays, train_size=args.train_size, progress=args.progress
-        )
-        saved.save(index, offsets)
+        saved.build(arrays, offsets, args.progress)
     return saved.load()
 
 
@@ -323,9 +267,6 @@ def search(index, offsets, passages: str, query_vectors, top_k: int) -> list[lis
     return results
 
 
-# --- the command ------------------------------------------------------------------------------
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `ambigdocs retrieve`: bad input ends with one line and exit status 2."""
     from generation.options import run_command
@@ -347,7 +288,9 @@ def run(args: RetrieveArguments) -> int:
 
         hf_logging.disable_progress_bar()
         datasets.disable_progress_bars()
-    state = process_state()
+    from generation.answering.answer import process_state
+
+    state = process_state(ENCODE_TIMEOUT)
     rows = []
     if state.is_main_process:
         rows = read_rows(

@@ -18,15 +18,10 @@ from generation.prompts import Prompt
 
 @dataclass
 class Generation:
-    """One continuation.
-
-    Attributes:
-        text: the decoded new tokens only (no prompt), special tokens removed.
-        num_tokens: how many new tokens were generated (None when the back-end cannot tell).
-        mean_nll: the length-normalised negative log-likelihood of the generated tokens
-            (mean over tokens of -log p), when `return_scores=True` was asked; used by answer
-            expansion (docs/pipeline.md section 4).
-    """
+    """One continuation: `text`, the decoded new tokens only (no prompt, no special tokens);
+    `num_tokens`, how many new tokens were generated (None when the back-end cannot tell);
+    `mean_nll`, the mean over them of -log p when `return_scores=True` was asked (answer
+    expansion, docs/pipeline.md section 4)."""
 
     text: str
     num_tokens: int | None = None
@@ -137,12 +132,8 @@ def parse_backend_options(pairs: Sequence[str]) -> dict:
 
 
 def load_backend(kind: str, model: str, **options) -> Backend:
-    """Creates a back-end by name, importing only that back-end's module.
-
-    Args:
-        kind: `hf`, `vllm` or `openai`.
-        model: a local path or Hub id (hf, vllm), or the API model name (openai).
-        **options: back-end specific (batch size, adapter, dtype, base URL, concurrency, ...).
+    """Creates a back-end by name (`hf`, `vllm`, `openai`), importing only that back-end's
+    module; `model` and the back-end specific `options` are its class's arguments.
 
     Raises:
         ValueError: unknown kind, or its extra is not installed (`MissingExtraError`).
@@ -157,14 +148,9 @@ def load_backend(kind: str, model: str, **options) -> Backend:
 
 
 def check_backend_options(kind: str, options: dict) -> None:
-    """Refuses option names the back-end does not take, before anything is loaded.
-
-    A back-end whose constructor takes `**kwargs` (vllm passes them to `vllm.LLM`) accepts any.
-
-    Raises:
-        ValueError: an unknown kind or option (the message lists the known options). A missing
-            extra is `load_backend`'s to report: a dry run needs none.
-    """
+    """Refuses (a ValueError listing the known ones) option names the back-end does not take,
+    before anything is loaded; a back-end whose constructor takes `**kwargs` (vllm) accepts any.
+    A missing extra is `load_backend`'s to report: a dry run needs none."""
     params = inspect.signature(_backend_class(kind)).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return

@@ -1,17 +1,7 @@
-"""The transformers back-end: batched greedy generation with left padding.
-
-Why it is faster than the authors' loop (one `generate` call per example): prompts are sorted by
-token length and cut into batches of similar length, so a batch carries little padding; the
-results are put back in input order.
-
-Why greedy outputs do not depend on the batch size: with left padding, the attention mask hides
-the pads and `generate` derives the position ids from the mask (cumsum - 1), so a padded prompt
-sees exactly the positions and keys it would see alone. What remains are rounding differences of
-the order of 1e-7 (float32) between matrix products of different shapes; they can flip a greedy
-token only when two logits tie to that precision. The back-end therefore computes in float32 on
-CPU by default, and `tests/test_backends_hf.py` checks that batch sizes 1, 2 and 5 give the same
-tokens on the tiny Llama. On GPUs in bfloat16 the rounding is ~1e-3 and rare flips are possible;
-pass `dtype="float32"` when exact batch-size independence matters more than speed.
+"""The transformers back-end: batched greedy generation with left padding, prompts sorted by
+token length into batches of similar length (little padding; results back in input order).
+Why greedy answers do not depend on the batch size (and when they may): docs/answering.md,
+"Batch-size independence of greedy answers".
 """
 
 from __future__ import annotations
@@ -19,49 +9,86 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from generation.backends import loading
 from generation.backends.base import Generation
-from generation.backends.loading import (  # noqa: F401  (pick_* are re-exported)
-    GREEDY,
-    check_model_path,
-    load_model,
-    load_tokenizer,
-    pick_device,
-    pick_dtype,
-    resolve_quantization,
-)
+from generation.backends.loading import GREEDY, pick_dtype  # noqa: F401  (pick_dtype re-exported)
 from generation.prompts import Prompt
 
 
 def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    """Indices cut into batches of similar length, longest first.
-
-    Longest first so that an out-of-memory error shows up in the first batch, not after an hour.
-    The sort is stable, so equal lengths keep input order and the batching is deterministic.
-
-    Raises:
-        ValueError: batch_size < 1.
-    """
+    """Indices cut into batches of similar length (ValueError: batch_size < 1), longest first,
+    so that an out-of-memory error shows up in the first batch, not after an hour; stable, so equal
+    lengths keep input order and the batching is deterministic."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
-def in_length_batches(
-    encoded: Sequence[list[int]], batch_size: int, run_batch: Callable, desc: str | None
-) -> list:
-    """`run_batch` (token id lists -> one result each) over `length_sorted_batches` of
-    `encoded`; the results in input order, with a tqdm bar labelled `desc` (None: no bar)."""
-    results: list = [None] * len(encoded)
-    batches = length_sorted_batches([len(x) for x in encoded], batch_size)
-    if desc is not None:
-        from tqdm.auto import tqdm
+class PretrainedGenerator:
+    """A transformers model (`auto_class`) and its tokenizer for batched greedy generation: what
+    the hf back-end (its options are documented there) and the seq2seq models of the entailment
+    check share; `generation.backends.loading` loads them."""
 
-        batches = tqdm(batches, desc=desc, unit="batch")
-    for batch in batches:
-        for i, out in zip(batch, run_batch([encoded[i] for i in batch]), strict=True):
-            results[i] = out
-    return results
+    auto_class = "AutoModelForCausalLM"
+    padding_side = "left"  # every prompt ends where generation starts, so new tokens line up
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        batch_size: int = 8,
+        adapter: str | None = None,
+        dtype: str | None = "auto",
+        device: str | None = None,
+        tokenizer: str | None = None,
+        trust_remote_code: bool = False,
+        show_progress: bool = False,
+        quantization: str = "auto",
+    ):
+        import torch
+        import transformers
+
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        for label, name in (("model", model), ("adapter", adapter), ("tokenizer", tokenizer)):
+            if name:
+                loading.check_model_path(name, label)
+        quantization_config = loading.resolve_quantization(quantization, adapter)
+        self.model_name = str(model)
+        self.batch_size = batch_size
+        self.show_progress = show_progress
+        self.device = loading.pick_device(device)
+        self.dtype = pick_dtype(dtype, self.device)
+        self.tokenizer = loading.load_tokenizer(
+            tokenizer or self.model_name,
+            padding_side=self.padding_side,
+            trust_remote_code=trust_remote_code,
+        )
+        self.model = loading.load_model(
+            getattr(transformers, self.auto_class),
+            self.model_name,
+            dtype=self.dtype,
+            device=self.device,
+            quantization_config=quantization_config,
+            adapter=adapter,
+            trust_remote_code=trust_remote_code,
+        )
+        self._torch = torch
+
+    def in_batches(self, encoded: Sequence[list[int]], run_batch: Callable, desc: str) -> list:
+        """`run_batch` (token id lists -> one result each) over `length_sorted_batches` of
+        `encoded`; the results in input order, with a tqdm bar labelled `desc` if asked."""
+        results: list = [None] * len(encoded)
+        batches = length_sorted_batches([len(x) for x in encoded], self.batch_size)
+        if self.show_progress:
+            from tqdm.auto import tqdm
+
+            batches = tqdm(batches, desc=desc, unit="batch")
+        for batch in batches:
+            for i, out in zip(batch, run_batch([encoded[i] for i in batch]), strict=True):
+                results[i] = out
+        return results
 
 
 def tokenizer_has_chat_template(tokenizer) -> bool:
@@ -71,18 +98,18 @@ def tokenizer_has_chat_template(tokenizer) -> bool:
 
 def render_prompt(tokenizer, prompt: Prompt, model_name: str = "the model") -> str:
     """The text a model reads: a string as is; chat messages through the chat template, with
-    the generation prompt (the assistant turn's opening).
-
-    When the template rejects a system turn (jinja2 `TemplateError`, e.g. "System role not
-    supported"), the prompt is rendered again with the system text put before the first user
-    message's content, as one user turn.
+    the generation prompt, a system turn the template rejects moved into the first user turn.
 
     Raises:
         ValueError: chat messages but the tokenizer has no chat template.
         jinja2.exceptions.TemplateError: the template fails for another reason.
     """
-    if isinstance(prompt, str):
-        return prompt
+    return prompt if isinstance(prompt, str) else render_chat(tokenizer, prompt, model_name)[0]
+
+
+def render_chat(tokenizer, prompt: Prompt, model_name: str = "the model") -> tuple[str, list]:
+    """Chat messages rendered as `render_prompt` does, and the messages rendered (after the
+    move of a rejected system turn)."""
     if not tokenizer_has_chat_template(tokenizer):
         raise ValueError(
             f"{model_name}: the tokenizer has no chat template; use plain prompts "
@@ -92,14 +119,16 @@ def render_prompt(tokenizer, prompt: Prompt, model_name: str = "the model") -> s
 
     messages = [dict(m) for m in prompt]
     try:
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return text, messages
     except TemplateError:
         # Some templates (Gemma, older Mistral-Instruct) reject a system turn; docs/pipeline.md
         # section 6 allows the instruction in "the system or first user turn", so move it there.
         merged = merge_system_into_first_user(messages)
         if merged == messages:
             raise
-        return tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
+        text = tokenizer.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
+        return text, merged
 
 
 def merge_system_into_first_user(messages: list[dict]) -> list[dict]:
@@ -128,85 +157,29 @@ def encode_prompt(tokenizer, prompt: Prompt, model_name: str = "the model") -> l
     return tokenizer(text, add_special_tokens=isinstance(prompt, str))["input_ids"]
 
 
-class HFBackend:
+class HFBackend(PretrainedGenerator):
     """Greedy generation with a transformers causal LM, optionally with a PEFT adapter.
-
-    `load_backend("hf", model, **options)` creates it; the options are the keyword arguments.
 
     Args:
         model: a local folder or Hub id of a causal LM (and its tokenizer).
-        batch_size: prompts per `generate` call (default 8); batches group prompts of similar
-            token length.
+        batch_size: prompts per `generate` call; batches group prompts of similar token length.
         adapter: a PEFT adapter folder (e.g. `ambigdocs distill` output) loaded on top of the
-            base model; None for the base model alone.
-        dtype: `auto` (default: bfloat16/float16 on accelerators, float32 on CPU), `float32`,
-            `float16` or `bfloat16`.
+            base model.
+        dtype: `auto` (bfloat16/float16 on accelerators, float32 on CPU), `float32`, `float16`
+            or `bfloat16`.
         device: `cuda`, `cuda:1`, `mps`, `cpu`...; default the first available of cuda, mps, cpu.
         tokenizer: a tokenizer folder or id when it differs from `model` (e.g. an adapter
             folder that saved its tokenizer).
-        trust_remote_code: passed to `from_pretrained`.
         show_progress: a tqdm bar over batches inside one `generate` call.
-        quantization: how the base model's weights are loaded. `auto` (default): as the adapter
-            was trained (the bitsandbytes settings `ambigdocs distill` records in the adapter
-            folder, `base_quantization_config.json`), unquantised when there is no adapter or it
-            records none; `adapter`: the recorded settings, an error without them; `none`:
-            unquantised (a QLoRA adapter then runs on full-precision base weights).
+        quantization: how the base model's weights are loaded. `auto`: as the adapter was
+            trained (the settings `ambigdocs distill` records in the adapter folder),
+            unquantised without them; `adapter`: the recorded settings, an error without them;
+            `none`: unquantised (see `loading.resolve_quantization`).
 
-    Prompts: a plain string is tokenised as is (with the tokenizer's special tokens such as
-    BOS); a list of chat messages is rendered with the tokenizer's chat template (with the
-    generation prompt) and then tokenised without adding special tokens again.
+    Prompts are tokenised by `encode_prompt`.
     """
 
     name = "hf"
-
-    def __init__(
-        self,
-        model: str,
-        *,
-        batch_size: int = 8,
-        adapter: str | None = None,
-        dtype: str | None = "auto",
-        device: str | None = None,
-        tokenizer: str | None = None,
-        trust_remote_code: bool = False,
-        show_progress: bool = False,
-        quantization: str = "auto",
-    ):
-        import torch
-        from transformers import AutoModelForCausalLM
-
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        check_model_path(model, "model")
-        if adapter:
-            check_model_path(adapter, "adapter")
-        if tokenizer:
-            check_model_path(tokenizer, "tokenizer")
-        quantization_config = resolve_quantization(quantization, adapter)
-        self.model_name = str(model)
-        self.batch_size = batch_size
-        self.show_progress = show_progress
-        self.device = pick_device(device)
-        self.dtype = pick_dtype(dtype, self.device)
-        self.quantization_config = quantization_config
-        # Left padding: every prompt ends where generation starts, so new tokens line up.
-        self.tokenizer = load_tokenizer(
-            tokenizer or model, padding_side="left", trust_remote_code=trust_remote_code
-        )
-        self.model = load_model(
-            AutoModelForCausalLM,
-            self.model_name,
-            dtype=self.dtype,
-            device=self.device,
-            quantization_config=quantization_config,
-            adapter=adapter,
-            trust_remote_code=trust_remote_code,
-        )
-        self._torch = torch
-        eos = self.model.generation_config.eos_token_id
-        if eos is None:
-            eos = self.tokenizer.eos_token_id
-        self.eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
 
     @property
     def has_chat_template(self) -> bool:
@@ -224,29 +197,20 @@ class HFBackend:
     def generate(
         self, prompts: Sequence[Prompt], *, max_new_tokens: int, return_scores: bool = False
     ) -> list[Generation]:
-        """Greedy continuations, one per prompt, in input order.
-
-        Args:
-            prompts: plain strings or chat message lists.
-            max_new_tokens: the generation budget per prompt.
-            return_scores: also fill `Generation.mean_nll`, the mean over generated tokens
-                (up to and including the first EOS; later pads excluded) of -log p(token)
-                under the model's raw (unprocessed) distribution.
-
-        Returns:
-            One `Generation` per prompt, in input order.
-        """
+        """Greedy continuations of at most `max_new_tokens`, one per prompt (plain strings or chat
+        message lists), in input order; with `return_scores`, `Generation.mean_nll` is the mean of
+        -log p(token) under the model's raw (unprocessed) distribution over the generated tokens, up
+        to and including the first EOS (later pads excluded)."""
         if not prompts:
             return []
         encoded = self.encode(prompts)
         for i, ids in enumerate(encoded):
             if not ids:
                 raise ValueError(f"prompt {i}: empty after tokenisation")
-        return in_length_batches(
+        return self.in_batches(
             encoded,
-            self.batch_size,
             lambda ids: self._generate_batch(ids, max_new_tokens, return_scores),
-            "generate" if self.show_progress else None,
+            "generate",
         )
 
     def _generate_batch(
@@ -268,30 +232,28 @@ class HFBackend:
                 return_dict_in_generate=True,
                 output_logits=return_scores,
             )
-        new_tokens = out.sequences[:, input_ids.shape[1] :].tolist()
+        taken = out.sequences[:, input_ids.shape[1] :]
+        eos = self.model.generation_config.eos_token_id
+        if eos is None:
+            eos = self.tokenizer.eos_token_id
+        eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
         nll = None
         if return_scores:
             # logits: one (batch, vocab) tensor per step; -log p of the token actually taken,
             # step by step so that no (batch, steps, vocab) copy is made.
-            taken = out.sequences[:, input_ids.shape[1] :]
             steps = [
                 -torch.log_softmax(step.float(), dim=-1).gather(-1, taken[:, k : k + 1])[:, 0]
                 for k, step in enumerate(out.logits)
             ]
             nll = torch.stack(steps, dim=1).tolist()
         results = []
-        for row, tokens in enumerate(new_tokens):
-            n, text_end = len(tokens), len(tokens)
-            for k, t in enumerate(tokens):
-                if t in self.eos_ids:
-                    # The EOS is generated (it counts and is scored) but is not text; what
-                    # follows it is padding.
-                    n, text_end = k + 1, k
-                    break
+        for row, tokens in enumerate(taken.tolist()):
+            # The first EOS is generated (it counts and is scored) but is not text; what follows
+            # it is padding.
+            text_end = next((k for k, t in enumerate(tokens) if t in eos_ids), len(tokens))
+            n = min(text_end + 1, len(tokens))
             text = self.tokenizer.decode(tokens[:text_end], skip_special_tokens=True)
-            mean_nll = None
-            if nll is not None:
-                mean_nll = math.fsum(nll[row][:n]) / n if n else 0.0
+            mean_nll = None if nll is None else (math.fsum(nll[row][:n]) / n if n else 0.0)
             results.append(Generation(text=text, num_tokens=n, mean_nll=mean_nll))
         return results
 

@@ -1,15 +1,7 @@
 """Loading transformers models: the one home shared by the causal back-end, the seq2seq models of
-the entailment check, and `ambigdocs distill`.
-
-What lives here: the device and dtype choice, loading a tokenizer and model (optionally
-quantised, optionally with a PEFT adapter on top), and the quantisation settings an adapter was
-trained on. `ambigdocs distill` writes those settings next to the adapter
-(`BASE_QUANTIZATION_FILE`, the `BitsAndBytesConfig` built by trl's `get_quantization_config`), and
-the hf back-end reads them back, so a QLoRA adapter runs on the very base weights it was trained
-with; peft's `adapter_config.json` does not record them.
-
-Importing this module also silences one bitsandbytes message (see `quiet_bitsandbytes`), so any
-command that loads models through here, or imports it first, does not print it.
+the entailment check, and `ambigdocs distill` (device and dtype, tokenizer and model, a PEFT
+adapter on top, and the base quantisation an adapter was trained on: docs/distillation.md).
+Importing it silences one bitsandbytes message (`quiet_bitsandbytes`).
 """
 
 from __future__ import annotations
@@ -36,15 +28,8 @@ _BNB_KERNEL_LOGGER = "bitsandbytes.backends.cpu.ops"
 _BNB_KERNEL_MESSAGE = "Failed to load CPU gemm_4bit_forward from kernels-community"
 
 
-class _DropMessage(logging.Filter):
-    """Drops log records whose message starts with one given text; lets everything else pass."""
-
-    def __init__(self, prefix: str):
-        super().__init__()
-        self.prefix = prefix
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(self.prefix)
+def _not_kernel_message(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith(_BNB_KERNEL_MESSAGE)
 
 
 def quiet_bitsandbytes() -> None:
@@ -56,8 +41,8 @@ def quiet_bitsandbytes() -> None:
     every other bitsandbytes warning still shows. Idempotent.
     """
     logger = logging.getLogger(_BNB_KERNEL_LOGGER)
-    if not any(isinstance(f, _DropMessage) for f in logger.filters):
-        logger.addFilter(_DropMessage(_BNB_KERNEL_MESSAGE))
+    if _not_kernel_message not in logger.filters:
+        logger.addFilter(_not_kernel_message)
 
 
 quiet_bitsandbytes()
@@ -111,14 +96,9 @@ def pick_dtype(dtype: str | None, device: str):
 
 
 def check_model_path(name: str | Path, label: str) -> None:
-    """Refuses, before anything is loaded, a model or adapter name that can only be a local
-    path (absolute, `./`, `../`, `~`, or with more than one `/`) and is not a folder.
-
-    A name like `org/model` may be a Hub id and is left to `from_pretrained`.
-
-    Raises:
-        ValueError: names `label` and the path.
-    """
+    """Refuses (a ValueError naming `label`), before anything is loaded, a name that can only
+    be a local path (absolute, `./`, `../`, `~`, or more than one `/`; `org/model` may be a Hub
+    id) and is not a folder."""
     name = str(name)
     looks_local = name.startswith(("/", ".", "~")) or name.count("/") > 1
     if looks_local and not Path(name).expanduser().is_dir():
@@ -126,51 +106,22 @@ def check_model_path(name: str | Path, label: str) -> None:
 
 
 def save_base_quantization(folder: str | Path, quantization_config) -> None:
-    """Records the base model's quantisation next to an adapter (nothing when unquantised).
-
-    Args:
-        folder: the adapter folder.
-        quantization_config: the `BitsAndBytesConfig` the base model was loaded with, or None.
-    """
+    """Records in the adapter `folder` the `BitsAndBytesConfig` the base model was loaded with
+    (nothing when it was not quantised)."""
     if quantization_config is None:
         return
     atomic_write_json(Path(folder) / BASE_QUANTIZATION_FILE, quantization_config.to_dict())
 
 
-def read_base_quantization(adapter: str | Path | None) -> dict[str, Any] | None:
-    """The quantisation settings an adapter folder records (see `save_base_quantization`).
-
-    Returns:
-        The `BitsAndBytesConfig` dict, or None when there is no adapter, the adapter is not a
-        local folder, or it records none (a plain LoRA adapter).
-
-    Raises:
-        ValueError: the file exists but is not a JSON object.
-    """
-    if not adapter or not Path(adapter).is_dir():
-        return None
-    path = Path(adapter) / BASE_QUANTIZATION_FILE
-    if not path.is_file():
-        return None
-    config = read_json(path)  # the one reader: names the file, line and column
-    if not isinstance(config, dict):
-        raise ValueError(f"{path}: must hold a JSON object (a BitsAndBytesConfig)")
-    return config
-
-
 def resolve_quantization(quantization: str, adapter: str | None):
-    """The `BitsAndBytesConfig` to load a base model with, for the hf back-end's option.
-
-    Args:
-        quantization: `auto` (the adapter's recorded settings when it has any, else none),
-            `adapter` (the adapter's recorded settings; an error without them) or `none`.
-        adapter: the adapter folder, or None.
-
-    Returns:
-        A `BitsAndBytesConfig`, or None for unquantised weights.
+    """The `BitsAndBytesConfig` to load a base model with (None: unquantised), by the hf
+    back-end's option: `auto` (the settings the `adapter` folder records, see
+    `save_base_quantization`, else none), `adapter` (the recorded settings; an error without them)
+    or `none`.
 
     Raises:
-        ValueError: an unknown choice, or `adapter` without recorded settings.
+        ValueError: an unknown choice, `adapter` without recorded settings, or a recorded file
+            that is not a JSON object.
     """
     if quantization not in QUANTIZATION_CHOICES:
         raise ValueError(
@@ -178,14 +129,17 @@ def resolve_quantization(quantization: str, adapter: str | None):
         )
     if quantization == "none":
         return None
-    recorded = read_base_quantization(adapter)
-    if recorded is None:
+    path = Path(adapter or "") / BASE_QUANTIZATION_FILE
+    if not adapter or not path.is_file():
         if quantization == "adapter":
             raise ValueError(
                 f"quantization=adapter: {adapter or 'no adapter'} records no base quantisation "
                 f"({BASE_QUANTIZATION_FILE}, written by `ambigdocs distill`)"
             )
         return None
+    recorded = read_json(path)  # the one reader: names the file, line and column
+    if not isinstance(recorded, dict):
+        raise ValueError(f"{path}: must hold a JSON object (a BitsAndBytesConfig)")
     from transformers import BitsAndBytesConfig
 
     return BitsAndBytesConfig.from_dict(recorded)
@@ -213,20 +167,9 @@ def load_model(
     adapter: str | None = None,
     trust_remote_code: bool = False,
 ):
-    """A pretrained model in eval mode on `device`, optionally quantised, with an adapter.
-
-    Args:
-        auto_class: e.g. `AutoModelForCausalLM` or `AutoModelForSeq2SeqLM`.
-        name: a local folder or Hub id.
-        dtype: the torch dtype of the weights that are not quantised.
-        device: where the model runs.
-        quantization_config: a `BitsAndBytesConfig`, or None.
-        adapter: a PEFT adapter folder or id loaded on top, or None.
-        trust_remote_code: passed to `from_pretrained`.
-
-    Returns:
-        The model (a `PeftModel` when an adapter is given).
-    """
+    """A pretrained model (`auto_class`, e.g. `AutoModelForCausalLM`, from a folder or Hub id)
+    in eval mode on `device`: the weights in `dtype` or quantised by `quantization_config`, and
+    a PEFT `adapter` on top (a `PeftModel` then) when one is given."""
     kwargs: dict[str, Any] = {"dtype": dtype, "trust_remote_code": trust_remote_code}
     if quantization_config is not None:
         # A quantised model is placed by `device_map`; it cannot be moved afterwards.

@@ -1,18 +1,12 @@
-"""The OpenAI back-end: GPT-4 / GPT-3.5 as in the paper, or any OpenAI-compatible server.
-
-Requests run concurrently (a thread pool of `max_concurrency`), each retried with exponential
-backoff and jitter on 429, 5xx, timeouts and connection errors (a `Retry-After` header, when the
-server sends one, sets the wait). Other errors (400, 401, 404...) fail at once: retrying cannot
-fix them. The key comes from `api_key=` or `OPENAI_API_KEY` and is never printed: error messages
-carry the status and the server's message, not the request headers.
-"""
+"""The OpenAI back-end: GPT-4 / GPT-3.5 as in the paper, or any OpenAI-compatible server; requests
+concurrent, retried with backoff and jitter where a retry can help, the key never printed
+(docs/answering.md, "Back-ends")."""
 
 from __future__ import annotations
 
 import os
 import random
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
@@ -51,29 +45,23 @@ def decoding_options(decoding: str) -> dict:
 class OpenAIBackend:
     """Greedy (temperature 0, by default) chat completions through the `openai` client.
 
-    `load_backend("openai", model, **options)` creates it; the options are the keyword arguments.
-
     Args:
         model: the API model name (`gpt-4`, `gpt-3.5-turbo`, or the server's model id).
         base_url: an OpenAI-compatible server (e.g. `http://localhost:8000/v1` for `vllm serve`);
             default the OpenAI API (or `OPENAI_BASE_URL`).
         api_key: default `OPENAI_API_KEY`; required for the OpenAI API, optional with base_url.
-        max_concurrency: requests in flight at once (default 8).
-        max_retries: retries per request after the first try (default 6).
-        backoff_base: seconds before the first retry, doubled each time up to `backoff_max`
-            (default 1.0 and 60.0), times a random factor in [0.5, 1.5).
-        timeout: seconds per request (default 120).
-        max_tokens_param: `max_tokens` (default, what compatible servers accept) or
+        max_retries: retries per request after the first try.
+        backoff_base: seconds before the first retry, doubled each time up to `backoff_max`,
+            times a random factor in [0.5, 1.5).
+        max_tokens_param: `max_tokens` (what compatible servers accept) or
             `max_completion_tokens` (what newer OpenAI models require); `none` (or None) sends
             no token limit, as the authors' script did.
-        temperature: sent with every request (default 0, greedy as the paper says); None sends
-            none, so the API's default applies (OpenAI: sampling at temperature 1), as the
-            authors' script did.
+        temperature: sent with every request; None sends none, so the API's default applies
+            (OpenAI: sampling at temperature 1), as the authors' script did.
         seed: passed to the API (best-effort determinism); None to omit.
-        show_progress: a tqdm bar over requests.
 
-    Prompts: chat messages are sent as they are; a plain string becomes one user message.
-    `return_scores=True` asks for log-probabilities and fills `Generation.mean_nll`.
+    Chat messages are sent as they are, a plain string as one user message; `return_scores=True`
+    asks for log-probabilities and fills `Generation.mean_nll`.
     """
 
     name = "openai"
@@ -149,19 +137,15 @@ class OpenAIBackend:
         """
         if not prompts:
             return []
+        from tqdm.auto import tqdm
+
         results: list[Generation | None] = [None] * len(prompts)
-        bar = None
-        if self.show_progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=len(prompts), desc="requests", unit="req")
-
+        bar = tqdm(total=len(prompts), desc="requests", unit="req", disable=not self.show_progress)
         stop = threading.Event()
 
         def work(i: int) -> None:
             results[i] = self._one(i, prompts[i], max_new_tokens, return_scores, stop)
-            if bar is not None:
-                bar.update(1)
+            bar.update(1)
 
         pool = ThreadPoolExecutor(max_workers=self.max_concurrency)
         try:
@@ -175,8 +159,7 @@ class OpenAIBackend:
             # flight, rather than sit through every other retry sequence first.
             stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
-            if bar is not None:
-                bar.close()
+            bar.close()
         return results  # type: ignore[return-value]
 
     def _one(
@@ -185,7 +168,7 @@ class OpenAIBackend:
         prompt: Prompt,
         max_new_tokens: int,
         return_scores: bool,
-        stop: threading.Event | None = None,
+        stop: threading.Event,
     ):
         openai = self._openai
         request = {"model": self.model_name, "messages": to_messages(prompt)}
@@ -212,10 +195,7 @@ class OpenAIBackend:
                 raise ServiceError(
                     f"prompt {index}: gave up after {self.max_retries + 1} tries ({reason})"
                 )
-            delay = self._backoff(attempt, retry_after)
-            if stop is None:
-                time.sleep(delay)
-            elif stop.wait(delay):  # another request failed for good: give up quietly
+            if stop.wait(self._backoff(attempt, retry_after)):  # another request failed for good
                 raise ServiceError(f"prompt {index}: cancelled after another request failed")
         raise AssertionError("unreachable")
 

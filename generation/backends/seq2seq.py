@@ -1,39 +1,25 @@
-"""Greedy, batched generation with a transformers encoder-decoder model (T5).
-
-The entailment check of the data pipeline (`generation.datagen.entailment`: the question converter
-and the TRUE NLI model) runs on it. Loading goes through `generation.backends.loading`, the same
-home as the causal back-end's, and batches group inputs of similar token length as that back-end
-does (`generation.backends.hf.in_length_batches`).
+"""Greedy, batched generation with a transformers encoder-decoder model (T5): the entailment check
+of the data pipeline (`generation.datagen.entailment`: the question converter and the TRUE NLI
+model) runs on it, loaded and batched as the causal back-end is (`generation.backends.hf`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from generation.backends.hf import in_length_batches
-from generation.backends.loading import (
-    GREEDY,
-    check_model_path,
-    load_model,
-    load_tokenizer,
-    pick_device,
-    pick_dtype,
-)
+from generation.backends.hf import GREEDY, PretrainedGenerator
 
 
-class Seq2SeqGenerator:
-    """Greedy, batched generation with a seq2seq model.
-
-    Args:
-        model: a local folder or Hub id of a seq2seq model and its tokenizer.
-        batch_size: inputs per `generate` call; batches group inputs of similar length.
-        dtype: `auto` (bfloat16/float16 on accelerators, float32 on CPU) or a dtype name.
-        device: `cuda`, `cpu`, ...; default the first available.
-        show_progress: a tqdm bar over batches.
+class Seq2SeqGenerator(PretrainedGenerator):
+    """Greedy, batched generation with a seq2seq model (its options: those of `HFBackend`).
 
     Raises:
         ValueError: batch_size < 1 or an unknown dtype.
     """
+
+    auto_class = "AutoModelForSeq2SeqLM"
+    # Encoder inputs are padded on the right (T5 was trained so; the mask hides the pads).
+    padding_side = "right"
 
     def __init__(
         self,
@@ -44,25 +30,9 @@ class Seq2SeqGenerator:
         device: str | None = None,
         show_progress: bool = False,
     ):
-        import torch
-        from transformers import AutoModelForSeq2SeqLM
-
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        check_model_path(model, "model")
-        self.model_name = str(model)
-        self.batch_size = batch_size
-        self.show_progress = show_progress
-        self.device = pick_device(device)
-        # Encoder inputs are padded on the right (T5 was trained so; the mask hides the pads).
-        self.tokenizer = load_tokenizer(self.model_name, padding_side="right")
-        self.model = load_model(
-            AutoModelForSeq2SeqLM,
-            self.model_name,
-            dtype=pick_dtype(dtype, self.device),
-            device=self.device,
+        super().__init__(
+            model, batch_size=batch_size, dtype=dtype, device=device, show_progress=show_progress
         )
-        self._torch = torch
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids per text, with the tokenizer's special tokens (T5 appends `</s>`)."""
@@ -82,8 +52,7 @@ class Seq2SeqGenerator:
                 )
             return [t.strip() for t in self.tokenizer.batch_decode(out, skip_special_tokens=True)]
 
-        desc = f"generate ({self.model_name})" if self.show_progress else None
-        return in_length_batches(encoded, self.batch_size, run_batch, desc)
+        return self.in_batches(encoded, run_batch, f"generate ({self.model_name})")
 
     def generate(self, texts: Sequence[str], max_new_tokens: int) -> list[str]:
         """Greedy outputs for `texts`, decoded without special tokens, in input order."""

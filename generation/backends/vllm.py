@@ -1,10 +1,6 @@
-"""The vLLM back-end: an optional dependency, imported only when this back-end is chosen.
-
-vLLM schedules its own batches (continuous batching), so every call hands it all prompts at
-once. Prompts are tokenised by `generation.backends.hf.encode_prompt`, exactly as the hf
-back-end does (chat template for messages, special tokens for plain strings), and passed to vLLM
-as token ids, so the two back-ends read the same input.
-"""
+"""The vLLM back-end (optional, imported only when chosen): every call hands vLLM all prompts at
+once as token ids, tokenised by `generation.backends.hf.encode_prompt` exactly as the hf
+back-end does."""
 
 from __future__ import annotations
 
@@ -34,12 +30,8 @@ def sampling_kwargs(max_new_tokens: int, return_scores: bool, seed: int | None =
 
 
 def mean_nll(token_ids: Sequence[int], logprobs) -> float | None:
-    """Mean of -log p over the generated tokens, from vLLM's per-step logprob dicts.
-
-    Args:
-        token_ids: the generated token ids.
-        logprobs: one dict per step mapping token id -> an object with `.logprob` (vLLM's
-            `Logprob`) or a float; None when not requested.
+    """Mean of -log p over the generated `token_ids`, from vLLM's per-step `logprobs` (dicts of
+    token id -> `Logprob` or float; None when not requested).
 
     Raises:
         ValueError: a step lacks the logprob of its chosen token.
@@ -58,18 +50,14 @@ def mean_nll(token_ids: Sequence[int], logprobs) -> float | None:
 
 
 class VLLMBackend:
-    """Greedy generation with vLLM, optionally with a LoRA adapter.
-
-    `load_backend("vllm", model, **options)` creates it; the options are the keyword arguments.
+    """Greedy generation with vLLM, optionally with a PEFT LoRA `adapter` (vLLM's LoRA support).
 
     Args:
-        model: a local folder or Hub id.
-        adapter: a PEFT LoRA adapter folder, served through vLLM's LoRA support.
         dtype: `auto` (vLLM picks), `float16`, `bfloat16`, `float32`.
-        tensor_parallel_size: GPUs per model (default 1).
-        gpu_memory_utilization: share of GPU memory vLLM may take (default 0.9).
+        tensor_parallel_size: GPUs per model.
+        gpu_memory_utilization: share of GPU memory vLLM may take.
         max_model_len: context length cap (default the model's).
-        max_lora_rank: the largest adapter rank vLLM reserves room for (default 64).
+        max_lora_rank: the largest adapter rank vLLM reserves room for.
         seed: vLLM's engine and request seed (greedy does not depend on it).
         batch_size: ignored (vLLM batches itself); accepted for a uniform CLI.
         **engine_kwargs: passed to `vllm.LLM` as they are (e.g. `enforce_eager=True`).
@@ -139,18 +127,14 @@ class VLLMBackend:
             {"prompt_token_ids": encode_prompt(self.tokenizer, p, self.model_name)} for p in prompts
         ]
         outputs = self.llm.generate(inputs, params, lora_request=self.lora_request)
-        results = []
-        for out in outputs:
-            best = out.outputs[0]
-            ids = list(best.token_ids)
-            results.append(
-                Generation(
-                    text=best.text,
-                    num_tokens=len(ids),
-                    mean_nll=mean_nll(ids, best.logprobs) if return_scores else None,
-                )
+        return [
+            Generation(
+                text=best.text,
+                num_tokens=len(best.token_ids),
+                mean_nll=mean_nll(list(best.token_ids), best.logprobs) if return_scores else None,
             )
-        return results
+            for best in (out.outputs[0] for out in outputs)
+        ]
 
     def close(self) -> None:
         """Drops the engine and frees GPU memory."""

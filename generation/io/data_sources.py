@@ -19,19 +19,11 @@ def load_split_rows(
     dataset: str | os.PathLike | None = None,
     split: str = "test",
 ) -> list[dict]:
-    """The rows of one split of a data source, as plain dicts in data order (not validated:
-    each command checks the fields it reads).
-
-    Args:
-        data_dir: a folder of the release's raw files (`test.json`, ...), read by the builder.
-        config: a builder config: `sample` (the bundled examples, offline) or `default` (the
-            release, downloaded).
-        dataset: a JSON/JSONL file of rows, a `save_to_disk` folder, an `ambigdocs export`
-            folder (or any folder `datasets.load_dataset` reads), or a Hub dataset id.
-        split: the split.
-
-    Returns:
-        The rows. Exactly one of `data_dir`, `config` and `dataset` is given.
+    """The rows of one split of exactly one data source, as plain dicts in data order (not
+    validated: each command checks the fields it reads): `data_dir`, a folder of the release's raw
+    files (`test.json`, ...); `config`, `sample` (offline) or `default` (the release, downloaded);
+    `dataset`, a JSON/JSONL file of rows, a folder `datasets` reads (`save_to_disk`, `ambigdocs
+    export`) or a Hub dataset id.
 
     Raises:
         ValueError: none or several sources; a source that is not there or cannot be loaded
@@ -98,15 +90,8 @@ def _name_the_option(err: ValueError, split: str, data_dir) -> ValueError:
 
 
 def with_flag(flag: str, err: ValueError) -> ValueError:
-    """A file's error (which names the file, line and field) with the option that gave it.
-
-    Args:
-        flag: the option, e.g. `--dataset`.
-        err: the reader's error.
-
-    Returns:
-        The error, its message starting with the option.
-    """
+    """A file's error (which names the file, line and field), its message starting with the
+    option that gave the file (e.g. `--dataset`)."""
     message = str(err)
     return ValueError(message if message.startswith(flag) else f"{flag} {message}")
 

@@ -1,27 +1,6 @@
-"""Writing a command's outputs: safe names, whole-folder replacement, one run at a time.
-
-The one home of four guarantees every command relies on:
-
-- **Names from inputs are safe.** `safe_name` / `unique_names` turn a file stem or a system
-  name into one path component: never `.`/`..`, no separator (nor a look-alike of one), no
-  control character, nothing Windows refuses, a bounded length, and unique among the names
-  already taken (compared case-folded, as macOS and Windows do). So nothing is ever written
-  outside the output folder, and two inputs never share an output.
-- **Outputs replace the previous set as a whole.** `replace_folder` writes everything into a
-  fresh staging folder beside the target, then swaps it in: after any run, success or failure,
-  the folder holds exactly one run's files (never an earlier run's report beside a new summary,
-  never a mix after a failed write).
-- **Never through a symbolic link.** An output path (file or folder) that is a symbolic link
-  is *refused* (`refuse_unsafe_output`), never written through and never silently replaced: writing
-  through it would change a file elsewhere (perhaps not the user's), and replacing it would
-  quietly move the output off the link's target (e.g. a folder on a larger disk). Folders
-  *above* the output may be links; only the output itself is checked.
-- **One run per output.** `output_lock` takes an exclusive `flock` on a lock file beside the
-  output (`.NAME.lock`); a second run on the same output is refused in one line naming it. The
-  kernel drops the lock when its process dies, so a lock file left by a dead process is simply
-  taken over.
-
-Errors name the real output, never a temporary file (`real_name_errors`).
+"""Writing a command's outputs: safe unique names, whole-folder replacement, never through a
+symbolic link, one run per output, errors naming the real file (docs/pipeline.md, "Reading and
+writing").
 """
 
 from __future__ import annotations
@@ -31,6 +10,7 @@ import errno
 import fcntl
 import glob
 import hashlib
+import itertools
 import os
 import re
 import shutil
@@ -52,16 +32,12 @@ _WINDOWS_DEVICE = re.compile(r"(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\
 
 
 def _safe_char(c: str) -> str:
-    category = unicodedata.category(c)
-    if c == " ":
-        return c
     # C*: control, format (bidi overrides, zero-width), surrogate, private, unassigned;
-    # Z*: line/paragraph separators and spaces other than the plain one.
-    if category[0] in "CZ" or c in _FORBIDDEN or c in _SEPARATOR_LOOKALIKES:
-        return "_"
-    if not c.isascii() and _FORBIDDEN & set(unicodedata.normalize("NFKC", c)):
-        return "_"  # e.g. the full-width solidus, which NFKC folds to "/"
-    return c
+    # Z*: line/paragraph separators and spaces other than the plain one; NFKC folds e.g. the
+    # full-width solidus to "/".
+    unsafe = unicodedata.category(c)[0] in "CZ" or c in _FORBIDDEN or c in _SEPARATOR_LOOKALIKES
+    unsafe = unsafe or not c.isascii() and _FORBIDDEN & set(unicodedata.normalize("NFKC", c))
+    return c if c == " " or not unsafe else "_"
 
 
 def _clean(text: str, max_bytes: int) -> str:
@@ -82,47 +58,28 @@ def _truncate(name: str, max_bytes: int) -> str:
 
 
 def safe_name(text: str, taken: Collection[str] = (), *, max_bytes: int = MAX_NAME_BYTES) -> str:
-    """A safe path component made from `text`, unique among `taken`.
+    """A safe path component made from `text` (a file stem, a system name), unique among `taken`.
 
     The text is kept when it is already safe (readable names); otherwise each unsafe character
     becomes `_`, leading dots and dashes become `_`, a Windows device name gets a `_` prefix, and
-    the name is cut to `max_bytes`. A name in `taken` (compared case-folded) gets the first free
-    suffix `-2`, `-3`, ...; the result is deterministic.
-
-    Args:
-        text: the input (a file stem, a system name).
-        taken: names already in use (other outputs, fixed files such as `summary.json`).
-        max_bytes: the longest result, in UTF-8 bytes.
-
-    Returns:
-        The name; `text` itself when it is safe and free.
-    """
+    the name is cut to `max_bytes` (UTF-8). A name in `taken` (compared case-folded) gets the first
+    free suffix `-2`, `-3`, ...; the result is deterministic."""
     base = _clean(text, max_bytes)
     used = {t.casefold() for t in taken}
     if base.casefold() not in used:
         return base
-    n = 2
-    while True:
-        suffix = f"-{n}"
-        name = _truncate(base, max_bytes - len(suffix)) + suffix
+    for n in itertools.count(2):
+        name = _truncate(base, max_bytes - len(f"-{n}")) + f"-{n}"
         if name.casefold() not in used:
             return name
-        n += 1
 
 
 def unique_names(
     texts: Iterable[str], reserved: Collection[str] = (), *, max_bytes: int = MAX_NAME_BYTES
 ) -> list[str]:
-    """Safe, distinct names for several inputs, in their order (see `safe_name`).
-
-    The first input of each cleaned name keeps it; later ones with the same name get a suffix
-    that no other input's name uses (so `a`, `a`, `a-2` become `a`, `a-3`, `a-2`).
-
-    Args:
-        texts: the inputs.
-        reserved: names no result may take (the command's fixed files), compared case-folded.
-        max_bytes: the longest result, in UTF-8 bytes.
-    """
+    """Safe, distinct names for several inputs, in their order (see `safe_name`; `reserved`: the
+    command's fixed files). The first input of each cleaned name keeps it; later ones get a suffix
+    that no other input's name uses (so `a`, `a`, `a-2` become `a`, `a-3`, `a-2`)."""
     bases = [_clean(t, max_bytes) for t in texts]
     taken = {r.casefold() for r in reserved}
     names: list[str | None] = [None] * len(bases)
@@ -135,9 +92,6 @@ def unique_names(
             names[i] = safe_name(base, taken, max_bytes=max_bytes)
             taken.add(names[i].casefold())
     return names  # type: ignore[return-value]
-
-
-# --- symbolic links ----------------------------------------------------------------------------
 
 
 def current_umask() -> int:
@@ -171,12 +125,9 @@ def check_output_file(path: str | os.PathLike, what: str) -> None:
     """Checks, before any work, that a file can be written at `path`: not a folder, no file
     where one of its folders should be, and the nearest existing folder writable.
 
-    Args:
-        path: the output file.
-        what: how messages name it (`--output out.jsonl`).
-
     Raises:
-        ValueError: names `what` and what is in the way.
+        ValueError: names `what` (how messages name the output: `--output out.jsonl`) and what
+            is in the way.
     """
     path = Path(path)
     if path.is_dir():
@@ -191,18 +142,10 @@ def check_output_file(path: str | os.PathLike, what: str) -> None:
 
 
 def refuse_unsafe_output(path: str | os.PathLike, what: str | None = None) -> None:
-    """Refuses an output path that is a symbolic link (see the module docstring for why), or an
-    existing device, pipe or socket: an atomic write would replace `/dev/null` or a FIFO with a
-    regular file, and an append would write into whatever reads it.
-
-    Args:
-        path: the output file or folder.
-        what: how the message names it (e.g. `--output runs/a.jsonl`); the path by default.
-
-    Raises:
-        ValueError: `path` is a symbolic link (dangling or not), or neither a regular file nor
-            a folder.
-    """
+    """Refuses (a ValueError naming `what`, by default the path) an output file or folder that
+    is a symbolic link, dangling or not (docs/pipeline.md §0 says why), or an existing device,
+    pipe or socket: an atomic write would replace `/dev/null` or a FIFO with a regular file,
+    and an append would write into whatever reads it."""
     if os.path.islink(path):
         raise ValueError(
             f"{what or path}: is a symbolic link (to {os.readlink(path)}); outputs are never "
@@ -220,16 +163,9 @@ def refuse_unsafe_output(path: str | os.PathLike, what: str | None = None) -> No
 
 
 def check_distinct_outputs(outputs: dict[str, str | os.PathLike | None]) -> None:
-    """Refuses two outputs of one run that are one file: the second write would replace the
-    first (an export written over the resumable answers, or over their settings file).
-
-    Args:
-        outputs: how each output is named in messages (`--export-json`) -> its path; None
-            entries (options not given) are skipped.
-
-    Raises:
-        ValueError: names both outputs.
-    """
+    """Refuses (a ValueError naming both) two outputs of one run that are one file: the second
+    write would replace the first. `outputs` maps how each is named in messages
+    (`--export-json`) to its path; None entries (options not given) are skipped."""
     seen: dict[str, str] = {}
     for what, path in outputs.items():
         if path is None:
@@ -238,9 +174,6 @@ def check_distinct_outputs(outputs: dict[str, str | os.PathLike | None]) -> None
         if key in seen:
             raise ValueError(f"{what} {path} is also {seen[key]}: give each output its own file")
         seen[key] = what
-
-
-# --- errors that name the real file --------------------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -255,9 +188,6 @@ def real_name_errors(path: str | os.PathLike) -> Iterator[None]:
         if err.errno is None or err.filename == str(path):
             raise
         raise OSError(err.errno, err.strerror or str(err), str(path)) from None
-
-
-# --- one run per output --------------------------------------------------------------------------
 
 
 class OutputBusy(ValueError):
@@ -293,19 +223,14 @@ _STAGING_ROOM = len(".tmp-") + 8 + len("-old")
 
 @contextlib.contextmanager
 def output_lock(path: str | os.PathLike, what: str | None = None) -> Iterator[None]:
-    """Holds the exclusive lock of output `path` (a file or a folder) for the block.
-
-    The lock is an `flock` on `.NAME.lock` beside the output, holding the owner's pid; it is
-    released (and the file removed) when the block ends, and by the kernel when the process
-    dies, so a lock file left by a dead process is taken over. Not re-entrant: take it once per
-    run (child processes of the run must not take it again).
-
-    Args:
-        path: the output.
-        what: how the message names the output (e.g. `--output runs/a.jsonl`).
+    """Holds the exclusive lock of output `path` (a file or a folder) for the block: an `flock`
+    on `.NAME.lock` beside it holding the owner's pid, released (and the file removed) when the
+    block ends, and by the kernel when the process dies, so a dead process's lock file is taken
+    over. Not re-entrant: take it once per run.
 
     Raises:
-        OutputBusy: another live process holds the lock; one line naming the output and pid.
+        OutputBusy: another live process holds the lock; one line naming the output (`what`,
+            e.g. `--output runs/a.jsonl`; the path by default) and the pid.
         OSError: the lock file cannot be made (e.g. a read-only folder), naming it.
     """
     lock = lock_path(path)
@@ -343,31 +268,21 @@ _HELD: dict[Path, contextlib.ExitStack] = {}
 
 
 def hold_lock(path: str | os.PathLike, what: str | None = None) -> None:
-    """Takes the lock of output `path` (see `output_lock`) until `release_lock` or process exit.
-
-    For commands whose check of the output and final write sit in different functions (the
-    build stages: `stage_io.check_output` ... `write_stage`). Taking a lock this process already
-    holds is a no-op, so a run that failed in between does not lock its own process out.
-
-    Raises:
-        OutputBusy: another process holds the lock.
-    """
+    """Takes the lock of output `path` (see `output_lock`) until `release_lock` or process exit,
+    for commands whose check of the output and final write sit in different functions (the build
+    stages). Taking a lock this process already holds is a no-op, so a run that failed in between
+    does not lock its own process out."""
     key = Path(path).absolute()
-    if key in _HELD:
-        return
-    stack = contextlib.ExitStack()
-    stack.enter_context(output_lock(path, what))
-    _HELD[key] = stack
+    if key not in _HELD:
+        stack = contextlib.ExitStack()
+        stack.enter_context(output_lock(path, what))
+        _HELD[key] = stack
 
 
 def release_lock(path: str | os.PathLike) -> None:
     """Releases a lock taken with `hold_lock` (nothing if this process does not hold it)."""
-    stack = _HELD.pop(Path(path).absolute(), None)
-    if stack is not None:
+    if (stack := _HELD.pop(Path(path).absolute(), None)) is not None:
         stack.close()
-
-
-# --- whole-folder replacement ----------------------------------------------------------------------
 
 
 def check_replaceable(
@@ -376,15 +291,10 @@ def check_replaceable(
     what: str | None = None,
     whose: str = "this command's",
 ) -> None:
-    """Checks, before any work, that `replace_folder` may replace `target`.
-
-    Args:
-        target: the output folder.
-        owned: whether an entry of an existing folder (a path in it) is one the command
-            writes; a folder holding anything else is the user's and is never replaced. None:
-            only an empty folder may be replaced.
-        what: how messages name the folder (`--output-dir out`); the path by default.
-        whose: whose files `owned` accepts, as the message says it ("a split's").
+    """Checks, before any work, that `replace_folder` may replace `target`: `owned` tells an
+    entry of an existing folder the command writes (None: only an empty folder may be replaced);
+    a folder holding anything else is the user's and is never replaced. Messages name the folder
+    as `what` (by default the path) and its files as `whose` ("a split's").
 
     Raises:
         ValueError: `target` is a link or a file, a file stands where one of its folders should
@@ -418,16 +328,10 @@ def replace_folder(
     """Yields an empty staging folder; when the block ends normally it replaces `target`.
 
     Write every output file into the staging folder (`.NAME.tmp-*`, a sibling of `target`, so
-    the swap is a rename on one file system). On success the old folder is moved aside, the
-    staging folder takes its name and the old one is removed; if the block or the swap fails,
-    the staging folder is removed and `target` keeps the previous run's files, untouched.
-    Leftovers of an interrupted earlier run are removed first.
-
-    Args:
-        target: the output folder.
-        owned: see `check_replaceable`.
-        what, whose: how messages name the folder and its files.
-        mode: the new folder's mode; by default what a plain mkdir gives (0777 less the umask).
+    the swap is a rename on one file system); if the block or the swap fails, `target` keeps the
+    previous run's files, untouched. Leftovers of an interrupted earlier run are removed first.
+    `owned`, `what` and `whose` are `check_replaceable`'s; `mode` is the new folder's (by default
+    what a plain mkdir gives).
 
     Raises:
         ValueError: see `check_replaceable`.

@@ -1,11 +1,6 @@
-"""Streaming the DPR passage file (`psgs_w100.tsv`) and keeping only the titles a stage needs.
-
-The file has 21M rows (~13 GB): `id<TAB>text<TAB>title`, a header row `id text title`, text
-quoted the way Python's `csv` module writes it. It is read with `csv.reader(delimiter="\\t")`,
-exactly as the authors' loader did (any row whose first field is `id` is the header), so text
-with quotes or embedded tabs parses identically. Memory is bounded by the wanted titles: at most
-`max_per_title + 1` passages of each are held, and a title with more is dropped at the end.
-"""
+"""Streaming the DPR passage file (`psgs_w100.tsv`: 21M rows `id<TAB>text<TAB>title`, ~13 GB)
+exactly as the authors' `csv.reader(delimiter="\\t")` loader read it (any row whose first field
+is `id` is the header), and keeping only the passages of the titles a stage needs."""
 
 from __future__ import annotations
 
@@ -13,7 +8,7 @@ import csv
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from generation.io.records import check_utf8
@@ -25,7 +20,19 @@ csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 _LINE_BREAK = re.compile(rb"(\r\n|\r|\n)")
 
 
-def _text_lines(f, start: int, bar, where: list[int]) -> Iterator[str]:
+def _counted(lines, update: Callable[[int], object]) -> Iterator:
+    """`lines` as they are, their sizes reported to `update` (a progress bar's) in batches."""
+    pending = 0
+    for line in lines:
+        pending += len(line)
+        if pending >= 1 << 20:
+            update(pending)
+            pending = 0
+        yield line
+    update(pending)
+
+
+def _text_lines(f, start: int, update: Callable[[int], object], where: list[int]) -> Iterator[str]:
     """The binary file's lines from byte `start`, as text mode with universal newlines reads them.
 
     `where[0]` is kept at the byte offset just past the last line handed out, so that the caller
@@ -34,13 +41,9 @@ def _text_lines(f, start: int, bar, where: list[int]) -> Iterator[str]:
     would turn them, so rows parse as the authors' text-mode loader parses them.
     """
     f.seek(start)
-    offset, pending = start, 0
-    for raw in f:
+    offset = start
+    for raw in _counted(f, update):
         offset += len(raw)
-        pending += len(raw)
-        if pending >= 1 << 20:
-            bar.update(pending)
-            pending = 0
         if b"\r" not in raw:
             where[0] = offset
             yield raw.decode("utf-8")
@@ -55,21 +58,14 @@ def _text_lines(f, start: int, bar, where: list[int]) -> Iterator[str]:
         if parts[-1]:
             where[0] = offset
             yield parts[-1].decode("utf-8")
-    bar.update(pending)
 
 
 def iter_passage_rows(
     path: str | os.PathLike, start: int = 0, progress: bool = True
 ) -> Iterator[tuple[int, str, str, str]]:
-    """Yields (byte offset, pid, text, title) for every passage row of a DPR-style TSV.
-
-    Retrieval keeps the offsets to read its hits back with `read_passage_at` instead of holding
-    21M passages in memory. Rows are those `iter_passages` yields.
-
-    Args:
-        path: the TSV file.
-        start: the byte offset of a row to start from (0: the file's beginning).
-        progress: show a progress bar over the bytes read.
+    """Yields (byte offset, pid, text, title) for every passage row of a DPR-style TSV from
+    the row at byte `start`: the rows of `iter_passages`, with the offsets retrieval keeps to
+    read its hits back (`read_passage_at`) instead of holding 21M passages in memory.
 
     Raises:
         ValueError: a row has fewer than 3 fields, or the file is not UTF-8; the message names
@@ -80,10 +76,6 @@ def iter_passage_rows(
 
 def iter_passages(path: str | os.PathLike, progress: bool = True) -> Iterator[tuple[str, str, str]]:
     """Yields (pid, text, title) for every passage row of a DPR-style TSV, in file order.
-
-    Args:
-        path: the TSV file.
-        progress: show a progress bar (over bytes read; characters, for speed).
 
     Raises:
         ValueError: a row has fewer than 3 fields, or the file is not UTF-8 (the message names
@@ -131,7 +123,7 @@ def _rows(path, start: int, progress: bool, offsets: bool) -> Iterator[tuple[int
             disable=not progress,
         ) as bar,
     ):
-        lines = _text_lines(f, start, bar, where) if offsets else _counting_lines(f, bar)
+        lines = _text_lines(f, start, bar.update, where) if offsets else _counted(f, bar.update)
         reader = csv.reader(lines, delimiter="\t")
         while True:
             row_start = where[0]
@@ -155,18 +147,6 @@ def _rows(path, start: int, progress: bool, offsets: bool) -> Iterator[tuple[int
             yield row_start, row[0], row[1], row[2]
 
 
-def _counting_lines(f, bar) -> Iterator[str]:
-    """Yields the text file's lines and advances the progress bar by their size, in batches."""
-    pending = 0
-    for line in f:
-        pending += len(line)
-        if pending >= 1 << 20:
-            bar.update(pending)
-            pending = 0
-        yield line
-    bar.update(pending)
-
-
 def read_passage_at(f, offset: int) -> tuple[str, str, str]:
     """(pid, text, title) of the row that starts at byte `offset` of the open binary file `f`.
 
@@ -174,16 +154,10 @@ def read_passage_at(f, offset: int) -> tuple[str, str, str]:
         ValueError: no passage row starts there.
     """
     where = [offset]
-    row = next(csv.reader(_text_lines(f, offset, _NoBar, where), delimiter="\t"), None)
+    row = next(csv.reader(_text_lines(f, offset, lambda n: None, where), delimiter="\t"), None)
     if row is None or len(row) < 3:
         raise ValueError(f"{f.name}: no passage row starts at byte {offset}")
     return row[0], row[1], row[2]
-
-
-class _NoBar:
-    @staticmethod
-    def update(n: int) -> None:
-        pass
 
 
 def collect_passages(
@@ -192,21 +166,16 @@ def collect_passages(
     max_per_title: int = 20,
     progress: bool = True,
 ) -> tuple[dict[str, list[tuple[str, str]]], dict[str, int]]:
-    """The passages of the wanted titles, in file order, for titles with few enough of them.
-
-    Args:
-        path: the DPR-style TSV.
-        titles: the titles to keep (exact match with the file's title column).
-        max_per_title: titles with more passages than this are dropped (docs/pipeline.md §1: 20).
-        progress: show a progress bar.
-
-    Raises:
-        ValueError: the file holds no passage row, or a malformed one (see `iter_passages`).
+    """The passages of the wanted `titles` (exact match with the file's title column), in file
+    order, for titles with at most `max_per_title` of them (docs/pipeline.md §1: 20).
 
     Returns:
         (kept, counts): kept maps each wanted title with 1..max_per_title passages to its
         [(pid, text), ...] in file order; counts maps every wanted title found to its number of
         passages (for the statistics).
+
+    Raises:
+        ValueError: the file holds no passage row, or a malformed one (see `iter_passages`).
     """
     wanted = set(titles)
     held: dict[str, list[tuple[str, str]]] = {}

@@ -1,13 +1,7 @@
-"""Reading and writing the project's files: JSON arrays, JSONL, atomic and resumable writes.
-
-Every long job in this project writes through these helpers, so that a crash (even SIGKILL)
-never loses finished work and never leaves a file that breaks the next run:
-
-- `atomic_write_*` write a temporary file in the same folder, fsync it, then `os.replace` it
-  over the target: readers see the old file or the new one, never half of one.
-- `ResumableJsonl` appends one line per finished record and flushes + fsyncs after each batch;
-  on reopening it drops a torn last line (a line the crash cut short) and reports the keys that
-  are already done.
+"""Reading and writing the project's files, so that a crash (even SIGKILL) never loses finished
+work nor leaves a half-written file: `atomic_write_*` write a temporary file beside the target,
+fsync it and rename it over the target; `ResumableJsonl` appends and fsyncs batch by batch and
+drops a torn last line on reopening. The reader itself is the metric's (re-exported here).
 """
 
 from __future__ import annotations
@@ -19,7 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-# The writing rules (no symlinks, real names in errors); re-exported: callers import them here too.
+# The writing rules (no symlinks, real names in errors), re-exported.
 from generation.io.outputs import (  # noqa: F401
     current_umask,
     hidden_stem,
@@ -28,8 +22,8 @@ from generation.io.outputs import (  # noqa: F401
     refuse_unsafe_output,
 )
 
-# The one reader (exact numbers, bounded nesting, file:line errors) sits at the bottom layer, in
-# the metric's folder, so that the builder reads files the same way without importing generation/.
+# The one reader sits at the bottom layer, in the metric's folder, so that the builder reads
+# files the same way without importing generation/.
 from metric.ambigdocs_metric.json_files import (  # noqa: F401 (re-exported)
     check_text,
     check_utf8,
@@ -117,14 +111,8 @@ def atomic_write_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> None:
 
 
 class ResumableJsonl:
-    """An append-only JSONL output that survives crashes and resumes by key.
-
-    Usage:
-        out = ResumableJsonl(path, key=lambda r: r["qid"])
-        todo = [ex for ex in examples if out.key(ex) not in out.done]
-        for batch in batches(todo):
-            out.append(process(batch))  # flushed and fsynced: at most this batch is lost
-        out.close()
+    """An append-only JSONL output that survives crashes and resumes by key (`done`: the keys
+    of the records already there); each `append` is durable before it returns.
 
     Args:
         path: the JSONL file; created (with its folder) if missing.

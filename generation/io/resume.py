@@ -1,18 +1,7 @@
-"""Resuming long jobs: one rule for every resumable command.
-
-A long job (answering, retrieval, each data-creation stage) keeps its finished work on disk as it
-goes, so that a crash loses at most the batch in flight. Running the same command again continues
-from there, but only when the work on disk was made with the same settings: otherwise the output
-would mix two runs. The rule, everywhere:
-
-- the settings that decide the results (model, prompt, thresholds, seeds, ...) and fingerprints of
-  the inputs (file contents, data rows, model files) are saved beside the work;
-- a rerun with other settings, or on inputs that changed since, is **refused**, and the message
-  names every setting that differs;
-- `--overwrite` discards the old work and starts again.
-
-`check_settings` is the rule; `open_work` / `finish_work` wrap it for the commands whose work file
-sits beside their output (`<output>.partial.jsonl`, settings in `<output>.partial.settings.json`).
+"""Resuming long jobs: one rule for every resumable command (docs/pipeline.md §7). The settings
+that decide the results and fingerprints of the inputs are saved beside the work; a rerun with
+other ones is refused, naming every difference; `--overwrite` starts again. `open_work` /
+`finish_work` wrap the rule for jobs whose work file sits beside their output.
 """
 
 from __future__ import annotations
@@ -38,15 +27,6 @@ class ResumeRefused(ValueError):
     """Work on disk was made with other settings (or on other inputs) than this run's."""
 
 
-def sha256_file(path: str | os.PathLike, chunk: int = 2**20) -> str:
-    """The hex SHA-256 of a file's contents, read in chunks."""
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as f:
-        while block := f.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def file_fingerprint(path: str | os.PathLike) -> str:
     """What tells one version of a file from another: its content digest, or size and mtime.
 
@@ -55,11 +35,10 @@ def file_fingerprint(path: str | os.PathLike) -> str:
     """
     path = Path(path)
     if path.is_dir():
-        parts = []
-        for child in sorted(p for p in path.rglob("*") if p.is_file()):
-            parts.append(
-                f"{child.relative_to(path)}={_one_file_fingerprint(child, small_only=True)}"
-            )
+        parts = [
+            f"{child.relative_to(path)}={_one_file_fingerprint(child, small_only=True)}"
+            for child in sorted(p for p in path.rglob("*") if p.is_file())
+        ]
         return "dir-sha256:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
     return _one_file_fingerprint(path)
 
@@ -68,7 +47,11 @@ def _one_file_fingerprint(path: Path, small_only: bool = False) -> str:
     stat = path.stat()
     readable = path.suffix in MODEL_METADATA_SUFFIXES if small_only else True
     if readable and stat.st_size <= DIGEST_MAX_BYTES:
-        return "sha256:" + sha256_file(path)
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            while block := f.read(2**20):
+                digest.update(block)
+        return "sha256:" + digest.hexdigest()
     return f"size:{stat.st_size},mtime_ns:{stat.st_mtime_ns}"
 
 
@@ -109,12 +92,9 @@ def check_settings(
     Args:
         settings_file: where the settings of the work are kept.
         settings: this run's settings (JSON-serialisable), input fingerprints included.
-        has_work: whether finished work exists (an output, shards, a work file).
+        has_work: whether finished work exists (an output, shards, a work file); the result.
         what: the work, as the message names it (usually the output path).
         defaults: values of settings that older work files did not record.
-
-    Returns:
-        True when there is work to resume; False when the job starts from nothing.
 
     Raises:
         ResumeRefused: work exists and its settings are missing or differ; the message names
@@ -141,19 +121,12 @@ def check_settings(
 def read_saved_json(
     path: str | os.PathLike, what: str, fields: Mapping[str, type | tuple[type, ...]] | None = None
 ) -> dict:
-    """A JSON object a job saved beside its work (settings, a shard's or an index's record).
-
-    Such files vouch for finished work; one that is cut short, not UTF-8, not a JSON object, or
-    whose `fields` are missing or of another type (edited by hand, written by something else)
-    cannot vouch for anything, so the work is neither resumed nor silently redone.
-
-    Args:
-        path: the file.
-        what: what it holds, as the message names it ("the recorded settings").
-        fields: keys the object must have, and their types.
+    """A JSON object a job saved beside its work (settings, a shard's or an index's record),
+    with `fields` of the given types; one that cannot vouch for the work is refused, so the work
+    is neither resumed nor silently redone.
 
     Raises:
-        ResumeRefused: one line naming the file and `--overwrite`.
+        ResumeRefused: one line naming the file (`what` it holds) and `--overwrite`.
     """
     path = Path(path)
     try:
@@ -192,22 +165,14 @@ def check_kept_rows(
     key: str,
     what: str,
 ) -> None:
-    """Re-checks every kept row of resumed work against the run, before any of it is kept.
-
-    The recorded settings vouch for the file as a whole; a row may still contradict them (a
-    file that two runs wrote into, rows pasted from another output). Such a row is refused, not
-    silently kept or dropped: the file mixes runs, and which rows are stale cannot be told from
-    the row alone. A field the row does not record contradicts nothing.
-
-    Args:
-        rows: the kept rows.
-        run: the run's own values of the fields each row records (e.g. model, setting, seed).
-        known: the keys of the data (every row of it, not only this run's `--limit`).
-        key: the rows' key field (`qid`).
-        what: the file, as the message names it.
+    """Re-checks every kept row of resumed work against `run` (the run's own values of the fields
+    each row records) and `known` (every `key` of the data, not only this run's `--limit`): a row
+    that contradicts them (a file two runs wrote into) is refused, not silently kept or dropped,
+    since which rows are stale cannot be told from one row. A field the row does not record
+    contradicts nothing.
 
     Raises:
-        ResumeRefused: one line naming the file, the row's key, the field and both values.
+        ResumeRefused: one line naming the file (`what`), the row's key, the field and both values.
     """
     run = normalise(run)
     for row in rows:
@@ -223,9 +188,6 @@ def check_kept_rows(
                     f"{row[field]!r}, not this run's {value!r}, so the file mixes runs; pass "
                     "--overwrite to start again"
                 )
-
-
-# --- work files beside an output -------------------------------------------------------------
 
 
 def partial_path(output: str | os.PathLike) -> Path:
@@ -253,19 +215,11 @@ def open_work(
     inputs: Sequence[str | os.PathLike] = (),
     defaults: Mapping[str, Any] | None = None,
 ) -> ResumableJsonl:
-    """Opens (or creates) the work file of the job that writes `output`.
-
-    Args:
-        output: the job's output file.
-        key: the record key (e.g. the surface name).
-        settings: JSON-serialisable settings that decide the results (model, prompt, ...).
-        overwrite: discard an existing work file instead of resuming it.
-        inputs: the files the results are computed from; their fingerprints join the settings.
-        defaults: values of settings that older work files did not record (only those this
-            run records are filled in).
-
-    Returns:
-        The `ResumableJsonl`; its `done` holds the finished keys.
+    """Opens (or creates) the work file of the job that writes `output`, by the rule of
+    `check_settings`: `settings` (JSON-serialisable, what decides the results) and the
+    fingerprints of the `inputs` files must match the work file's; `overwrite` discards it
+    instead; `defaults` fills settings older work files did not record (only those this run
+    records). The result's `done` holds the finished keys (`key` of each record).
 
     Raises:
         ResumeRefused: a work file from a run with other settings or inputs exists.
