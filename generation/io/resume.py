@@ -47,12 +47,17 @@ def _one_file_fingerprint(path: Path, small_only: bool = False) -> str:
     stat = path.stat()
     readable = path.suffix in MODEL_METADATA_SUFFIXES if small_only else True
     if readable and stat.st_size <= DIGEST_MAX_BYTES:
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            while block := f.read(2**20):
-                digest.update(block)
-        return "sha256:" + digest.hexdigest()
+        return "sha256:" + sha256_file(path)
     return f"size:{stat.st_size},mtime_ns:{stat.st_mtime_ns}"
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """The hex SHA-256 of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(2**20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def records_digest(records: Iterable[Any]) -> str:
