@@ -66,13 +66,10 @@ def _dataset_from_rows(rows: list[dict], source: str) -> datasets.Dataset:
 
 
 def _check_unique_qids(qids: list[int], source: str) -> None:
-    seen: dict[int, int] = {}
+    first: dict[int, int] = {}
     for index, qid in enumerate(qids):
-        if qid in seen:
-            raise ValueError(
-                f"{source}, row {index}: field 'qid' repeats qid {qid} (row {seen[qid]})"
-            )
-        seen[qid] = index
+        if (j := first.setdefault(qid, index)) != index:
+            raise ValueError(f"{source}, row {index}: field 'qid' repeats qid {qid} (row {j})")
 
 
 def _read_folder_card(folder: Path) -> dataset_card.DatasetCard:
