@@ -80,18 +80,6 @@ def _read_folder_card(folder: Path) -> dataset_card.DatasetCard:
     return dataset_card.read_card(data.decode("utf-8"))
 
 
-def _check_parquet_files(folder: Path) -> None:
-    """Refuses an empty or cut-short Parquet file, naming it (from its footer alone); `datasets`
-    would fail in its builder, naming no file."""
-    import pyarrow.parquet as pq
-
-    for path in sorted(folder.rglob("*.parquet")):
-        try:
-            pq.read_metadata(path)
-        except (pa.ArrowInvalid, OSError) as err:
-            raise ValueError(f"{path}: not a readable Parquet file ({err})") from None
-
-
 def _is_export_folder(folder: Path) -> bool:
     if (folder / "README.md").is_file() and dataset_card.card_configs(_read_folder_card(folder)):
         return True
@@ -149,7 +137,15 @@ def _read_export_split(
         )
     if name not in names:
         raise ValueError(f"{folder}: pick one of its configs {names} with --source-config")
-    _check_parquet_files(folder)
+    import pyarrow.parquet as pq
+
+    # An empty or cut-short Parquet file is named (from its footer alone); `datasets` would
+    # fail in its builder, naming no file.
+    for path in sorted(folder.rglob("*.parquet")):
+        try:
+            pq.read_metadata(path)
+        except (pa.ArrowInvalid, OSError) as err:
+            raise ValueError(f"{path}: not a readable Parquet file ({err})") from None
     loaded = datasets.load_dataset(str(folder), name=name)
     if split not in loaded:
         raise ValueError(f"{folder}: config {name!r} has no split {split!r} ({list(loaded)})")
