@@ -15,7 +15,7 @@ from typing import Any
 
 import datasets
 import pyarrow as pa
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete, DatasetCard
 
 from ambigdocs import FEATURES, parse_row, raw_file_names, read_raw_rows
 from generation.hub import card as dataset_card
@@ -72,12 +72,12 @@ def _check_unique_qids(qids: list[int], source: str) -> None:
             raise ValueError(f"{source}, row {index}: field 'qid' repeats qid {qid} (row {j})")
 
 
-def _read_folder_card(folder: Path) -> dataset_card.DatasetCard:
+def _read_folder_card(folder: Path) -> DatasetCard:
     """The dataset card of an export folder; a README that is not UTF-8 is named."""
     path = folder / "README.md"
     data = path.read_bytes()
     check_utf8(path, data)
-    return dataset_card.read_card(data.decode("utf-8"))
+    return DatasetCard(data.decode("utf-8") or "---\n---\n")  # empty: no YAML yet
 
 
 def _is_export_folder(folder: Path) -> bool:
@@ -217,7 +217,7 @@ def plan_push(
             f"(HfApi().delete_file({script!r}, {repo_id!r}, repo_type='dataset')) or push to "
             "another repository"
         )
-    card = dataset_card.read_card(card_text) if card_text else dataset_card.new_card(repo_id)
+    card = DatasetCard(card_text) if card_text else dataset_card.new_card(repo_id)
     configs = dataset_card.card_configs(card)
     data_like = [f for f in state.files if not _match(f, _NOT_DATA)]
     if data_like and not configs:
