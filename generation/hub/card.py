@@ -88,11 +88,6 @@ def _split_table(infos: Mapping[str, datasets.DatasetInfo]) -> str:
     return "\n".join([*lines, SPLITS_END])
 
 
-def read_card(text: str | None) -> DatasetCard:
-    """Parses a card (None or empty: a new card with no YAML yet)."""
-    return DatasetCard(text if text else "---\n---\n")
-
-
 def card_configs(card: DatasetCard) -> MetadataConfigs:
     """The `configs` of a card's YAML ({config: {"data_files": [...], ...}})."""
     return MetadataConfigs.from_dataset_card_data(card.data)

@@ -88,7 +88,6 @@ def write_split(
     written = []
     for index in range(num_shards):
         name = f"{check_split_name(split)}-{index:05d}-of-{num_shards:05d}.parquet"
-        shard = dataset.shard(num_shards=num_shards, index=index, contiguous=True)
-        shard.to_parquet(str(folder / name))
+        dataset.shard(num_shards, index, contiguous=True).to_parquet(str(folder / name))
         written.append(f"{split_folder(config)}/{name}")
     return written

@@ -15,7 +15,7 @@ from typing import Any
 
 import datasets
 import pyarrow as pa
-from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+from huggingface_hub import CommitOperationAdd, CommitOperationDelete, DatasetCard
 
 from ambigdocs import FEATURES, parse_row, raw_file_names, read_raw_rows
 from generation.hub import card as dataset_card
@@ -66,33 +66,18 @@ def _dataset_from_rows(rows: list[dict], source: str) -> datasets.Dataset:
 
 
 def _check_unique_qids(qids: list[int], source: str) -> None:
-    seen: dict[int, int] = {}
+    first: dict[int, int] = {}
     for index, qid in enumerate(qids):
-        if qid in seen:
-            raise ValueError(
-                f"{source}, row {index}: field 'qid' repeats qid {qid} (row {seen[qid]})"
-            )
-        seen[qid] = index
+        if (j := first.setdefault(qid, index)) != index:
+            raise ValueError(f"{source}, row {index}: field 'qid' repeats qid {qid} (row {j})")
 
 
-def _read_folder_card(folder: Path) -> dataset_card.DatasetCard:
+def _read_folder_card(folder: Path) -> DatasetCard:
     """The dataset card of an export folder; a README that is not UTF-8 is named."""
     path = folder / "README.md"
     data = path.read_bytes()
     check_utf8(path, data)
-    return dataset_card.read_card(data.decode("utf-8"))
-
-
-def _check_parquet_files(folder: Path) -> None:
-    """Refuses an empty or cut-short Parquet file, naming it (from its footer alone); `datasets`
-    would fail in its builder, naming no file."""
-    import pyarrow.parquet as pq
-
-    for path in sorted(folder.rglob("*.parquet")):
-        try:
-            pq.read_metadata(path)
-        except (pa.ArrowInvalid, OSError) as err:
-            raise ValueError(f"{path}: not a readable Parquet file ({err})") from None
+    return DatasetCard(data.decode("utf-8") or "---\n---\n")  # empty: no YAML yet
 
 
 def _is_export_folder(folder: Path) -> bool:
@@ -152,7 +137,15 @@ def _read_export_split(
         )
     if name not in names:
         raise ValueError(f"{folder}: pick one of its configs {names} with --source-config")
-    _check_parquet_files(folder)
+    import pyarrow.parquet as pq
+
+    # An empty or cut-short Parquet file is named (from its footer alone); `datasets` would
+    # fail in its builder, naming no file.
+    for path in sorted(folder.rglob("*.parquet")):
+        try:
+            pq.read_metadata(path)
+        except (pa.ArrowInvalid, OSError) as err:
+            raise ValueError(f"{path}: not a readable Parquet file ({err})") from None
     loaded = datasets.load_dataset(str(folder), name=name)
     if split not in loaded:
         raise ValueError(f"{folder}: config {name!r} has no split {split!r} ({list(loaded)})")
@@ -224,7 +217,7 @@ def plan_push(
             f"(HfApi().delete_file({script!r}, {repo_id!r}, repo_type='dataset')) or push to "
             "another repository"
         )
-    card = dataset_card.read_card(card_text) if card_text else dataset_card.new_card(repo_id)
+    card = DatasetCard(card_text) if card_text else dataset_card.new_card(repo_id)
     configs = dataset_card.card_configs(card)
     data_like = [f for f in state.files if not _match(f, _NOT_DATA)]
     if data_like and not configs:

@@ -21,8 +21,7 @@ def label_agreement(categories: list[str | None], labels: list, field: str) -> d
     if not pairs:
         return None
     counts = Counter(pairs)
-    order = list(CATEGORIES)
-    order += sorted({lab for lab, _ in pairs} - set(order))
+    order = [*CATEGORIES, *sorted({lab for lab, _ in pairs} - set(CATEGORIES))]
     n = len(pairs)
     agree = sum(1 for lab, cat in pairs if lab == cat)
     p_o = agree / n

@@ -88,11 +88,8 @@ def percentile_interval(samples: np.ndarray, level: float = LEVEL) -> list[list[
     out = []
     for column in samples.T:
         column = column[~np.isnan(column)]
-        if not column.size:
-            out.append([None, None])
-            continue
-        low, high = np.percentile(column, [tail, 100 - tail])
-        out.append([float(low), float(high)])
+        bounds = np.percentile(column, [tail, 100 - tail]) if column.size else [None, None]
+        out.append([None if b is None else float(b) for b in bounds])
     return out
 
 

@@ -167,15 +167,10 @@ def format_comparison_markdown(comparison: dict) -> str:
             "",
             f"Category transitions (rows: {md_code(c['baseline'])}, columns: {md_code(c['system'])})",
         ]
-        lines += ["", *_transition_markdown(c["transitions"]), ""]
+        matrix = c["transitions"]
+        lines += ["", "| | " + " | ".join(score_name(k) for k in matrix) + " |"]
+        lines.append("|---|" + "---:|" * len(matrix))
+        for a, row in matrix.items():
+            lines.append(f"| {score_name(a)} | " + " | ".join(str(n) for n in row.values()) + " |")
+        lines.append("")
     return "\n".join(lines)
-
-
-def _transition_markdown(matrix: dict[str, dict[str, int]]) -> list[str]:
-    order = list(matrix)
-    head = "| | " + " | ".join(score_name(k) for k in order) + " |"
-    rule = "|---|" + "---:|" * len(order)
-    rows = [
-        f"| {score_name(a)} | " + " | ".join(str(matrix[a][b]) for b in order) + " |" for a in order
-    ]
-    return [head, rule, *rows]

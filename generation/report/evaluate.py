@@ -349,7 +349,15 @@ def run(args: EvaluateOptions) -> int:
             plot_categories(columns, written[-1])
         # Named where they are after the swap, not in the staging folder.
         written = [args.out / p.relative_to(staging) for p in written]
-    _print_results(args, columns, written)
+    print("\n" + format_table(columns))
+    notes = dict.fromkeys(
+        f"{name}: {note}" if len(columns) > 1 and note != NO_ANSWER_RULE else note
+        for name, s in columns.items()
+        for note in s["notes"]
+    )
+    print("\n" + "\n".join(f"Note: {note}" for note in notes))
+    print("wrote " + ", ".join(str(p) for p in written))
+    print(f"\nscores written to {args.out}/")
     return 0
 
 
@@ -479,18 +487,6 @@ def _write_scores(args, out_dir, names, loaded, scored, qa, qa_absent) -> dict[s
     if not single:
         atomic_write_json(out_dir / "summary.json", columns)
     return columns
-
-
-def _print_results(args: EvaluateOptions, columns: dict[str, dict], written) -> None:
-    print("\n" + format_table(columns))
-    notes = dict.fromkeys(
-        f"{name}: {note}" if len(columns) > 1 and note != NO_ANSWER_RULE else note
-        for name, s in columns.items()
-        for note in s["notes"]
-    )
-    print("\n" + "\n".join(f"Note: {note}" for note in notes))
-    print("wrote " + ", ".join(str(p) for p in written))
-    print(f"\nscores written to {args.out}/")
 
 
 # `ambigdocs answer --evaluate-args` checks its options here, before it answers.

@@ -34,7 +34,11 @@ def read_predictions(path: str | os.PathLike) -> list[dict]:
     try:
         records = read_records(path)
     except ValueError:
-        _refuse_wrapped(path, _whole_json(path))  # one object over several lines
+        try:  # one object over several lines, read by the one reader (bounded, exact numbers)
+            whole = read_json(path)
+        except ValueError:
+            whole = None
+        _refuse_wrapped(path, whole)
         raise
     if records and all(k in records[0] for k in ("doc_id", "doc", "filtered_resps")):  # lm-eval
         from generation.lm_eval_tasks.samples import samples_to_answers
@@ -43,13 +47,6 @@ def read_predictions(path: str | os.PathLike) -> list[dict]:
     if len(records) == 1:
         _refuse_wrapped(path, records[0])
     return records
-
-
-def _whole_json(path: str | os.PathLike) -> Any:
-    try:
-        return read_json(path)  # the one reader: bounded depth, exact numbers
-    except ValueError:
-        return None
 
 
 def _refuse_wrapped(path: str | os.PathLike, obj: Any) -> None:

@@ -43,12 +43,9 @@ def qa_model_record(name: str, qa, absent_reason: str | None) -> dict:
     or why Disambig-F1 is absent."""
     if qa is None:
         return {"name": name, "used": False, "reason": absent_reason or "not loaded"}
-    record = {"name": name, "used": True}
     if Path(name).is_dir():
-        record["local_sha256"] = folder_sha256(Path(name))
-    else:
-        record["revision"] = hub_revision(name) or "unknown"
-    return record
+        return {"name": name, "used": True, "local_sha256": folder_sha256(Path(name))}
+    return {"name": name, "used": True, "revision": hub_revision(name) or "unknown"}
 
 
 def hub_revision(repo_id: str, cache_dir: str | Path | None = None) -> str | None:

@@ -37,14 +37,6 @@ def _grouped(records: Sequence[dict], labels: Sequence[str], order: Sequence[str
     return {k: groups[k] for k in ordered}
 
 
-def settings_of(rows: Sequence[dict], run_setting: str | None) -> list[str] | None:
-    """Each row's document setting: its `setting` field, else the run's; None when unknown."""
-    settings = [row.get("setting") or run_setting for row in rows]
-    if all(s is None for s in settings):
-        return None
-    return [str(s) if s is not None else "unknown" for s in settings]
-
-
 def compute_slices(
     rows: Sequence[dict], records: Sequence[dict], run_setting: str | None = None
 ) -> dict:
@@ -58,8 +50,10 @@ def compute_slices(
             for k, g in _grouped(records, bins, [b[0] for b in GOLD_BINS]).items()
         }
     }
-    settings = settings_of(rows, run_setting)
-    if settings is not None:
+    # Each row's document setting: its `setting` field, else the run's (none known: no slice).
+    settings = [row.get("setting") or run_setting for row in rows]
+    if any(s is not None for s in settings):
+        settings = [str(s) if s is not None else "unknown" for s in settings]
         out["setting"] = {k: _slice_summary(g) for k, g in _grouped(records, settings, []).items()}
     categories = [rec.get("category") or "unscored" for rec in records]
     out["category"] = {
