@@ -164,6 +164,13 @@ def test_shards_of_other_settings_are_refused_unless_overwrite(passages, tmp_pat
     assert len(offsets) == n and [len(v) for v in vectors][0] == 5
 
 
+@pytest.mark.parametrize("sizes", [{"shard_size": 0}, {"shard_size": 3, "chunk_size": 0}])
+def test_python_callers_get_a_value_error_for_empty_shards_or_chunks(passages, tmp_path, sizes):
+    store = ShardStore(tmp_path / "e", _settings(passages, sizes["shard_size"]))
+    with pytest.raises(ValueError, match="shard_size and chunk_size must be >= 1"):
+        encode_shards(passages, store, _fake_encoder, progress=False, **sizes)
+
+
 def test_index_factory_types_recall_and_errors():
     rng = np.random.default_rng(0)
     base = rng.standard_normal((2000, 32)).astype(np.float32)

@@ -151,6 +151,8 @@ def encode_shards(
     list of strings -> an (n, dim) array, called on `chunk_size` passages at a time); returns
     the passage count, which rank 0 records (`store.write_plan`). Every process reads the whole
     file (parsing is cheap next to encoding) but encodes only its own shards."""
+    if shard_size < 1 or chunk_size < 1:  # Python callers skip the command's option checks
+        raise ValueError(f"shard_size and chunk_size must be >= 1, got {shard_size}, {chunk_size}")
     store.folder.mkdir(parents=True, exist_ok=True)
     current, vectors, offsets, texts = -1, [], [], []
 
