@@ -22,7 +22,6 @@ Text notes:
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -130,9 +129,39 @@ def render_answer_input(
     return f"[INST] {ANSWER_INSTRUCTION}\n{query} [/INST]"
 
 
-# The paper's Figures 11-12 (`plain` by default), and the authors' script.
-render_answer_prompt = functools.partial(render_answer_input, prompt_format="plain")
-render_authors_answer_input = functools.partial(render_answer_input, prompt_format="authors")
+def render_answer_prompt(
+    question: str,
+    docs: Sequence[Mapping[str, str]],
+    *,
+    few_shot: bool = False,
+    prompt_format: PromptFormat = "plain",
+    exemplars: Sequence[Mapping] | None = None,
+) -> Prompt:
+    """The paper's answering prompt (Figures 11-12): `render_answer_input`, `plain` or `chat`."""
+    if prompt_format not in ("plain", "chat"):
+        raise ValueError(f"prompt_format must be 'plain' or 'chat', got {prompt_format!r}")
+    return render_answer_input(
+        question, docs, prompt_format=prompt_format, few_shot=few_shot, exemplars=exemplars
+    )
+
+
+def render_authors_answer_input(
+    question: str,
+    docs: Sequence[Mapping[str, str]],
+    *,
+    few_shot: bool = False,
+    backend_kind: BackendKind = "hf",
+    exemplars: Sequence[Mapping] | None = None,
+) -> Prompt:
+    """The authors' answering script's model input: `render_answer_input`, `authors`."""
+    return render_answer_input(
+        question,
+        docs,
+        prompt_format="authors",
+        few_shot=few_shot,
+        backend_kind=backend_kind,
+        exemplars=exemplars,
+    )
 
 
 # --- Figure 9 and the distillation format: question generation --------------------------------

@@ -83,7 +83,6 @@ def test_stops_at_eos_and_scores_exclude_the_padding(tiny_llama_dir, prompts):
     eos = tokens[3]
     assert eos not in tokens[:3]
     backend.model.generation_config.eos_token_id = eos
-    backend.eos_ids = {eos}
     gens = backend.generate(prompts, max_new_tokens=10, return_scores=True)
     assert gens[0].num_tokens == 4
     assert gens[0].text == backend.tokenizer.decode(tokens[:3])  # the EOS itself is not text

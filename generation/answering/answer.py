@@ -40,6 +40,7 @@ from generation.backends.openai import (
 )
 from generation.boundary import guard, one_line
 from generation.documents import select_documents
+from generation.extras import require
 from generation.io.outputs import output_lock, refuse_unsafe_output
 from generation.io.records import ResumableJsonl
 from generation.io.resume import (
@@ -373,9 +374,6 @@ def process_state(timeout=None):
     Without CUDA, accelerate only forms a process group (gloo) when asked for CPU explicitly;
     otherwise every launched process would think it is alone and do all the work.
     """
-    from generation.extras import require
-
-    require("answer", "torch", "accelerate", what="a model run")  # every back-end
     import torch
     from accelerate import PartialState
 
@@ -421,6 +419,7 @@ def run(args: AnswerArguments) -> int:
     if args.dry_run:
         with output_lock(output, f"--output {output}"):
             return write_dry_run(args, prepare(args))
+    require("answer", "torch", "accelerate", what="a model run")  # every back-end
     state = process_state()
     check_process_layout(args.backend, state.num_processes)
     # One run per output: each process locks the file it appends to, so that every process of

@@ -213,7 +213,9 @@ def load_shards(store: ShardStore) -> tuple[list[np.ndarray], np.ndarray]:
 
 
 def _load_npy(path: str, what: str) -> np.ndarray:
-    # The option checks (`retrieve.check_arguments`) have refused missing files and folders.
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{what} {path}: no such file" + (" (a folder)" if path.is_dir() else ""))
     try:
         return np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as err:  # object arrays (pickles inside .npy), or not a .npy file

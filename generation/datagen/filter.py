@@ -293,10 +293,11 @@ def make_checker(options: EntailmentOptions) -> EntailmentChecker | None:
     `--no-entailment`."""
     if not options.entailment:
         return None
-    models = entailment_settings(options)  # the same models and limits as the settings record
-    del models["nli_dtype"], models["suffix_rule"]
     return LazyEntailmentChecker(
-        **models,
+        converter_model=options.converter_model,
+        nli_model=options.nli_model,
+        max_nli_tokens=options.max_nli_tokens or None,
+        converter_max_new_tokens=options.converter_max_new_tokens,
         batch_size=options.nli_batch_size,
         dtype=options.nli_dtype,
         device=options.nli_device,

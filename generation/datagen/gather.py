@@ -33,19 +33,37 @@ from generation.options import option
 
 # The disambiguation templates of the English Wikipedia (Category:Disambiguation message boxes)
 # and their common redirects, lower-cased, spaces for underscores.
-DISAMBIGUATION_TEMPLATES: tuple[str, ...] = tuple(  # one family (a name and its redirects) a line
-    "disambiguation|disambig|disamb|dab|disambiguation page|"
-    "hndis|human name disambiguation|"
-    "geodis|geo-dis|geographic disambiguation|"
-    "numberdis|number disambiguation|"
-    "letter-numbercombdisambig|letter-number combination disambiguation|"
-    "mil-unit-dis|military unit disambiguation|"
-    "hospitaldis|hospital disambiguation|"
-    "mathdab|mathematical disambiguation|"
-    "schooldis|school disambiguation|"
-    "roaddis|road disambiguation|"
-    "call sign disambiguation|species latin name disambiguation|genus disambiguation|"
-    "chinese title disambiguation|church disambiguation|place name disambiguation".split("|")
+DISAMBIGUATION_TEMPLATES: tuple[str, ...] = (
+    "disambiguation",
+    "disambig",
+    "disamb",
+    "dab",
+    "disambiguation page",
+    "hndis",
+    "human name disambiguation",
+    "geodis",
+    "geo-dis",
+    "geographic disambiguation",
+    "numberdis",
+    "number disambiguation",
+    "letter-numbercombdisambig",
+    "letter-number combination disambiguation",
+    "mil-unit-dis",
+    "military unit disambiguation",
+    "hospitaldis",
+    "hospital disambiguation",
+    "mathdab",
+    "mathematical disambiguation",
+    "schooldis",
+    "school disambiguation",
+    "roaddis",
+    "road disambiguation",
+    "call sign disambiguation",
+    "species latin name disambiguation",
+    "genus disambiguation",
+    "chinese title disambiguation",
+    "church disambiguation",
+    "place name disambiguation",
 )
 
 # Interwiki prefixes of the sister projects: a link like [[wikt:mercury]] is not an article.

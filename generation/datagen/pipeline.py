@@ -281,9 +281,11 @@ class AllOptions:
 
 
 def main(argv: list[str] | None = None) -> int:
+    def run_all(o: AllOptions) -> int:
+        return run(o.config, overwrite=o.overwrite, dry_run=o.dry_run, only=o.only)
+
     description = "Run the data pipeline from a YAML config; skips the stages already done."
-    call = lambda o: run(o.config, o.overwrite, o.dry_run, o.only)  # noqa: E731
-    return run_command("ambigdocs build all", description, [AllOptions], call, argv)
+    return run_command("ambigdocs build all", description, [AllOptions], run_all, argv)
 
 
 if __name__ == "__main__":

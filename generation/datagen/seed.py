@@ -6,6 +6,7 @@ Options, output and statistics: docs/building-seed.md, "seed".
 
 from __future__ import annotations
 
+import operator
 import os
 import random
 import sys
@@ -261,8 +262,7 @@ def run(
         "max_entities": max_entities,
         "max_passages": max_passages,
     }
-    key = lambda r: r["surface_name"]  # noqa: E731
-    inputs = (passages, disambiguation)
+    key, inputs = operator.itemgetter("surface_name"), (passages, disambiguation)
     with open_work(output, key, settings, overwrite=overwrite, inputs=inputs) as work:
         todo = {p: t for p, t in pages.items() if p not in work.done}
         collected, counts = {}, {}

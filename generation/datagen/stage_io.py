@@ -4,6 +4,7 @@ their statistics (`<output>.stats.json`); the resumable chunk runner and the sta
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 from collections import Counter
@@ -77,9 +78,14 @@ def chunked_work(
         ValueError: chunk_size < 1 while there is work to do.
         ResumeRefused: the work file was made with other settings or inputs.
     """
-    defaults = SETTINGS_ADDED_LATER  # only the settings this run records are filled in
-    key = lambda r: r["surface_name"]  # noqa: E731
-    work = open_work(output, key, settings, overwrite=overwrite, inputs=inputs, defaults=defaults)
+    work = open_work(
+        output,
+        operator.itemgetter("surface_name"),
+        settings,
+        overwrite=overwrite,
+        inputs=inputs,
+        defaults=SETTINGS_ADDED_LATER,  # only the settings this run records are filled in
+    )
     todo = [r for r in rows if r["surface_name"] not in work.done]
     run = work_for(todo) if todo else None
     batches = chunks(todo, chunk_size) if todo else []
@@ -106,7 +112,10 @@ def stage_main(name: str, module: str) -> Callable[..., int]:
 
     def main(argv: Sequence[str] | None = None) -> int:
         stage = sys.modules[module]
-        call = lambda *options: call_stage(stage.run, options)  # noqa: E731
+
+        def call(*options):
+            return call_stage(stage.run, options)
+
         prog = f"ambigdocs build {name}"
         return run_command(prog, stage.DESCRIPTION, stage.OPTIONS, call, argv)
 

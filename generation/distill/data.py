@@ -3,7 +3,7 @@
 The status-ok records of `ambigdocs build filter` become the instruction-format prompt and its
 target (`generation.prompts.render_question_training_text`, the template the `questions` stage
 uses). Tokenisation is done here, not by trl: the prompt is tokenised alone, as at generation
-time (docs/distillation.md, "Tokenisation").
+time (docs/distillation.md, the `--tokenization` option).
 """
 
 from __future__ import annotations

@@ -143,8 +143,16 @@ def _aggregator(name: str):
     return aggregate_metric
 
 
-# answer_recall, entity_recall, ..., no_answer: the functions the task YAML names.
-globals().update({name: _aggregator(name) for name in LEXICAL_METRICS})
+# The functions the task YAML names.
+answer_recall = _aggregator("answer_recall")
+entity_recall = _aggregator("entity_recall")
+entity_answer_recall = _aggregator("entity_answer_recall")
+k_precision = _aggregator("k_precision")
+complete = _aggregator("complete")
+partial = _aggregator("partial")
+ambiguous = _aggregator("ambiguous")
+merged = _aggregator("merged")
+no_answer = _aggregator("no_answer")
 
 
 def disambig_f1_record(doc: Mapping, answer: str, qa_model: str) -> dict:

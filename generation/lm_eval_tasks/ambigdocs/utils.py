@@ -12,4 +12,19 @@ try:
 except ImportError:
     sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from generation.lm_eval_tasks.harness import *  # noqa: E402,F403
+from generation.lm_eval_tasks.harness import (  # noqa: E402,F401
+    AmbigDocsFewShotTask,
+    AmbigDocsTask,
+    ambiguous,
+    answer_recall,
+    complete,
+    disambig_f1,
+    doc_to_target,
+    entity_answer_recall,
+    entity_recall,
+    k_precision,
+    merged,
+    no_answer,
+    partial,
+    process_results,
+)
