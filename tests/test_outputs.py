@@ -378,6 +378,25 @@ def test_answer_refuses_a_second_run_on_one_output(tmp_path, rows_file, repo_roo
     assert status == 0, err
 
 
+def test_retrieve_refuses_a_second_run_on_one_output_folder(
+    tmp_path, sample_dir, repo_root, capsys
+):
+    passages = tmp_path / "p.tsv"
+    passages.write_text("id\ttext\ttitle\n1\tSome text.\tA\n")
+    out = tmp_path / "retrieval"
+    argv = ["retrieve", "--data-dir", str(sample_dir), "--split", "test", "--passages",
+            str(passages), "--model", "nobody/none", "--output", str(out)]  # fmt: skip
+    holder = Holder(out, repo_root)
+    try:  # refused before the model loads: the held lock is the only error
+        status, err = _route("cli", argv, repo_root, capsys)
+        assert_one_line(status, err, f"--output {out}", "another run")
+        assert not out.exists()
+    finally:
+        holder.release()
+    status, err = _route("cli", argv, repo_root, capsys)  # admitted: now the model is the error
+    assert_one_line(status, err, "--model nobody/none")
+
+
 def test_the_resumable_output_never_appends_through_a_link(tmp_path):
     from generation.io.records import ResumableJsonl
 

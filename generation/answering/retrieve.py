@@ -28,6 +28,7 @@ from generation.answering.encode import (
 )
 from generation.answering.options import DataArguments
 from generation.boundary import one_line
+from generation.io.outputs import output_lock
 from generation.io.passages import read_passage_at
 from generation.io.records import atomic_write_json, atomic_write_jsonl, atomic_write_npy
 from generation.io.resume import file_fingerprint, read_saved_json, unreadable_state
@@ -277,7 +278,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: RetrieveArguments) -> int:
-    from generation.answering.data import read_rows
     from generation.extras import require
 
     require("retrieval", what="dense retrieval")
@@ -291,6 +291,21 @@ def run(args: RetrieveArguments) -> int:
     from generation.answering.answer import process_state
 
     state = process_state(ENCODE_TIMEOUT)
+    # One run per output folder: each process locks a name of its own, so that every process of
+    # a second run is refused (none waits at a barrier for a partner that gave up).
+    output = Path(args.output)
+    mine = (
+        output
+        if state.is_main_process
+        else output.with_name(f"{output.name}.rank{state.process_index}")
+    )
+    with output_lock(mine, f"--output {output}"):
+        return _retrieve(args, state)
+
+
+def _retrieve(args: RetrieveArguments, state) -> int:
+    from generation.answering.data import read_rows
+
     rows = []
     if state.is_main_process:
         rows = read_rows(
