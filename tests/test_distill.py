@@ -585,6 +585,35 @@ def test_resume_from_the_last_checkpoint(tiny_llama_dir, filter_file, tmp_path):
     assert info["loss_history"][:2] == first  # steps 1-2 restored, not retrained
 
 
+def test_resume_refuses_checkpoints_of_other_data_or_layout(
+    tiny_llama_dir, filter_file, tmp_path, capsys
+):
+    from generation.cli import main
+
+    out = tmp_path / "resumable"
+    common = ["distill", "--base-model", str(tiny_llama_dir), "--output-dir", str(out)]
+    common += ["--max_length", "512", "--per_device_train_batch_size", "1", "--save_steps", "1"]
+    assert main([*common, "--train", str(filter_file), "--lora_r", "4", "--max_steps", "1"]) == 0
+    assert (out / "checkpoint-1").is_dir()
+    other = tmp_path / "other.jsonl"  # the same rows less one: other data, same format
+    other.write_text("".join(filter_file.read_text().splitlines(keepends=True)[1:]))
+    resume = ["--max_steps", "2", "--resume_from_checkpoint", "last"]
+    for changed, setting in (
+        (["--train", str(other), "--lora_r", "4"], "train: "),
+        (["--train", str(filter_file), "--lora_r", "8"], "lora_r: 4 -> 8"),
+    ):
+        capsys.readouterr()
+        assert main([*common, *changed, *resume]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+        assert "other settings or inputs" in err and setting in err, err
+        assert "without --resume_from_checkpoint" in err, err
+    assert not (out / "checkpoint-2").exists()  # nothing trained on the refused runs
+    (out / "ambigdocs_distill_settings.json").unlink()  # a checkpoint that records nothing
+    assert main([*common, "--train", str(filter_file), "--lora_r", "4", *resume]) == 2
+    assert "records no settings" in capsys.readouterr().err
+
+
 def test_warns_when_a_short_run_is_all_warmup(caplog):
     from generation.distill.train import _warn_if_only_warmup
 

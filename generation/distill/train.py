@@ -24,6 +24,8 @@ logger = logging.getLogger("ambigdocs.distill")
 
 # Written next to the adapter: how to use it, and what it was trained on.
 INFO_FILE = "ambigdocs_distill.json"
+# What a checkpoint was trained on and as, checked when a run resumes from it.
+RESUME_SETTINGS_FILE = "ambigdocs_distill_settings.json"
 
 
 def _bf16_runs_on_cpu() -> bool:
@@ -153,6 +155,7 @@ def build_trainer(args: DistillArguments, model_args, training_args):
     dtype = resolve_compute_dtype(model_args.dtype)
     _apply_mixed_precision(training_args, dtype, args.mixed_precision_set)
     _resolve_training_options(args, training_args)
+    check_resumable(args, model_args, training_args)  # before any weights load
     tokenizer = AutoTokenizer.from_pretrained(
         model_args.model_name_or_path,
         revision=model_args.model_revision,
@@ -260,6 +263,52 @@ def _keep_adapter_trainable_in(model, dtype) -> None:
     for param in model.parameters():
         if param.requires_grad and param.dtype != torch.float32:
             param.data = param.data.to(torch.float32)
+
+
+def check_resumable(args: DistillArguments, model_args, training_args) -> None:
+    """Refuses to resume a checkpoint made from another base model, other data, another
+    tokenisation or another adapter layout (the optimiser's settings, e.g. the learning rate, may
+    change), and records this run's settings in `output_dir` for a later resume.
+
+    Raises:
+        ResumeRefused: one line naming each changed setting.
+    """
+    from generation.io.records import atomic_write_json
+    from generation.io.resume import check_settings, file_fingerprint
+
+    out = Path(training_args.output_dir)
+    settings = {
+        "base_model": model_args.model_name_or_path,
+        "model_revision": model_args.model_revision,
+        "train": file_fingerprint(args.train),
+        "eval": file_fingerprint(args.eval) if args.eval else None,
+        "preset": args.preset,
+        "tokenization": args.tokenization,
+        "max_length": training_args.max_length,
+        "completion_only_loss": training_args.completion_only_loss,
+        **{
+            name: getattr(model_args, name)
+            for name in (
+                "load_in_4bit",
+                "load_in_8bit",
+                "lora_r",
+                "lora_alpha",
+                "lora_target_modules",
+            )
+        },
+    }
+    resume = _resume_value(training_args.resume_from_checkpoint)
+    # A checkpoint's settings lie in the run folder that holds it (output_dir for `last`).
+    holder = Path(resume).parent if isinstance(resume, str) else out
+    check_settings(
+        holder / RESUME_SETTINGS_FILE,
+        settings,
+        has_work=bool(resume),
+        what=f"the checkpoints in {holder}",
+        restart="train without --resume_from_checkpoint to start again",
+    )
+    if holder != out:
+        atomic_write_json(out / RESUME_SETTINGS_FILE, settings)
 
 
 def _resume_value(value):

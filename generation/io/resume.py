@@ -91,6 +91,7 @@ def check_settings(
     has_work: bool,
     what: str,
     defaults: Mapping[str, Any] | None = None,
+    restart: str = "pass --overwrite to start again",
 ) -> bool:
     """Decides whether existing work may be resumed, and records this run's settings.
 
@@ -100,24 +101,25 @@ def check_settings(
         has_work: whether finished work exists (an output, shards, a work file); the result.
         what: the work, as the message names it (usually the output path).
         defaults: values of settings that older work files did not record.
+        restart: how the message says to start again instead.
 
     Raises:
         ResumeRefused: work exists and its settings are missing or differ; the message names
-            each differing setting and the `--overwrite` flag.
+            each differing setting and `restart`.
     """
     settings_file, settings = Path(settings_file), normalise(settings)
     if has_work:
         if not settings_file.exists():
             raise ResumeRefused(
                 f"{what} exists but records no settings ({settings_file.name} is missing), so "
-                "it cannot be resumed safely; pass --overwrite to start again"
+                f"it cannot be resumed safely; {restart}"
             )
         saved = {**(defaults or {}), **read_saved_json(settings_file, "the recorded settings")}
         changed = settings_differences(saved, settings)
         if changed:
             raise ResumeRefused(
                 f"{what} was made with other settings or inputs ({'; '.join(changed)}); rerun "
-                "with the old ones to resume it, or pass --overwrite to start again"
+                f"with the old ones to resume it, or {restart}"
             )
     atomic_write_json(settings_file, settings)
     return has_work
