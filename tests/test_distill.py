@@ -606,9 +606,16 @@ def test_resume_refuses_checkpoints_of_other_data_or_layout(
         assert main([*common, *changed, *resume]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-        assert "other settings or inputs" in err and setting in err, err
+        assert "run folder" in err and "other settings or inputs" in err and setting in err, err
         assert "without --resume_from_checkpoint" in err, err
     assert not (out / "checkpoint-2").exists()  # nothing trained on the refused runs
+    # A checkpoint of another run folder is checked against that folder's settings, and this
+    # run's settings go to its own folder only.
+    elsewhere = tmp_path / "elsewhere"
+    argv = [*common, "--train", str(other), "--lora_r", "4", "--max_steps", "2"]
+    argv[argv.index(str(out))] = str(elsewhere)
+    assert main([*argv, "--resume_from_checkpoint", str(out / "checkpoint-1")]) == 2
+    assert "other settings or inputs" in capsys.readouterr().err and not elsewhere.exists()
     (out / "ambigdocs_distill_settings.json").unlink()  # a checkpoint that records nothing
     assert main([*common, "--train", str(filter_file), "--lora_r", "4", *resume]) == 2
     assert "records no settings" in capsys.readouterr().err

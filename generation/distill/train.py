@@ -273,7 +273,6 @@ def check_resumable(args: DistillArguments, model_args, training_args) -> None:
     Raises:
         ResumeRefused: one line naming each changed setting.
     """
-    from generation.io.records import atomic_write_json
     from generation.io.resume import check_settings, file_fingerprint
 
     out = Path(training_args.output_dir)
@@ -286,16 +285,11 @@ def check_resumable(args: DistillArguments, model_args, training_args) -> None:
         "tokenization": args.tokenization,
         "max_length": training_args.max_length,
         "completion_only_loss": training_args.completion_only_loss,
-        **{
-            name: getattr(model_args, name)
-            for name in (
-                "load_in_4bit",
-                "load_in_8bit",
-                "lora_r",
-                "lora_alpha",
-                "lora_target_modules",
-            )
-        },
+        "load_in_4bit": model_args.load_in_4bit,
+        "load_in_8bit": model_args.load_in_8bit,
+        "lora_r": model_args.lora_r,
+        "lora_alpha": model_args.lora_alpha,
+        "lora_target_modules": model_args.lora_target_modules,
     }
     resume = _resume_value(training_args.resume_from_checkpoint)
     # A checkpoint's settings lie in the run folder that holds it (output_dir for `last`).
@@ -304,11 +298,10 @@ def check_resumable(args: DistillArguments, model_args, training_args) -> None:
         holder / RESUME_SETTINGS_FILE,
         settings,
         has_work=bool(resume),
-        what=f"the checkpoints in {holder}",
+        what=f"the run folder {holder}",
         restart="train without --resume_from_checkpoint to start again",
+        record_to=out / RESUME_SETTINGS_FILE,  # never into another run's folder
     )
-    if holder != out:
-        atomic_write_json(out / RESUME_SETTINGS_FILE, settings)
 
 
 def _resume_value(value):

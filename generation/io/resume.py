@@ -92,6 +92,7 @@ def check_settings(
     what: str,
     defaults: Mapping[str, Any] | None = None,
     restart: str = "pass --overwrite to start again",
+    record_to: str | os.PathLike | None = None,
 ) -> bool:
     """Decides whether existing work may be resumed, and records this run's settings.
 
@@ -102,6 +103,7 @@ def check_settings(
         what: the work, as the message names it (usually the output path).
         defaults: values of settings that older work files did not record.
         restart: how the message says to start again instead.
+        record_to: where this run's settings are recorded (default: `settings_file`).
 
     Raises:
         ResumeRefused: work exists and its settings are missing or differ; the message names
@@ -121,7 +123,7 @@ def check_settings(
                 f"{what} was made with other settings or inputs ({'; '.join(changed)}); rerun "
                 f"with the old ones to resume it, or {restart}"
             )
-    atomic_write_json(settings_file, settings)
+    atomic_write_json(record_to or settings_file, settings)
     return has_work
 
 
